@@ -1,0 +1,1 @@
+"""Pure computations over measured configurations: no SQL, no GraphQL."""

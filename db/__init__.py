@@ -1,0 +1,1 @@
+"""Persistence for LeadGreen: tables, engine, reads and ingest. Knows nothing of GraphQL."""

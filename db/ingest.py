@@ -1,0 +1,214 @@
+"""Write a validated snapshot and its manifest into the tables, in one transaction."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.documents import Manifest, ManifestModel
+from db.errors import IngestError
+from db.gpus import gpu_facts
+from db.snapshot import Measurement, Snapshot, combined_digest
+from db.tables import (
+    ConfigurationRow,
+    GpuRow,
+    ModelRow,
+    ModelTaskRow,
+    ReleaseRow,
+    SourceRow,
+    TaskRow,
+)
+
+
+@dataclass
+class IngestReport:
+    release_id: int
+    unchanged: bool
+    last_updated: str
+    digest: str
+    configurations: dict[str, int] = field(default_factory=dict)
+    models: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.unchanged:
+            return (
+                f"unchanged: this data is already stored as release {self.release_id} "
+                f"(data of {self.last_updated}); nothing was written"
+            )
+        counts = ", ".join(f"{task}: {n}" for task, n in self.configurations.items())
+        return (
+            f"ingested release {self.release_id} (data of {self.last_updated}): "
+            f"{self.models} models, configurations {counts}"
+        )
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+async def ingest(
+    session: AsyncSession,
+    snapshot: Snapshot,
+    manifest: Manifest | None = None,
+    manifest_raw: bytes | None = None,
+) -> IngestReport:
+    """Store `snapshot` as a new release, unless identical data is stored already."""
+    digest = combined_digest(snapshot, manifest_raw)
+    async with session.begin():
+        existing = await session.scalar(select(ReleaseRow).where(ReleaseRow.digest == digest))
+        if existing is not None:
+            return IngestReport(existing.id, True, existing.last_updated, digest)
+        report = IngestReport(
+            0, False, snapshot.index.last_updated, digest, warnings=list(snapshot.warnings)
+        )
+        release = ReleaseRow(
+            digest=digest,
+            location=snapshot.location,
+            upstream_commit=snapshot.commit,
+            last_updated=snapshot.index.last_updated,
+            ingested_at=datetime.now(UTC).replace(tzinfo=None),
+            manifest_version=manifest.version if manifest else None,
+            manifest_updated=manifest.updated if manifest else None,
+            manifest_data_version=manifest.data_version if manifest else None,
+        )
+        session.add(release)
+        await session.flush()
+        report.release_id = release.id
+        session.add(_source_row(release.id, snapshot, manifest))
+        await _ensure_gpus(session, snapshot, report)
+        models = await _add_models(session, release.id, snapshot, manifest)
+        report.models = len(models)
+        for task in snapshot.tasks:
+            task_row = TaskRow(
+                release_id=release.id,
+                name=task.name,
+                display_name=task.display_name,
+                architecture=task.architecture,
+            )
+            session.add(task_row)
+            await session.flush()
+            session.add_all(
+                ModelTaskRow(
+                    model_id=models[model_id].id,
+                    task_id=task_row.id,
+                    file=path,
+                    length_bins=doc.output_length_distribution.bins,
+                    length_counts=doc.output_length_distribution.counts,
+                )
+                for model_id, (path, doc) in task.model_files.items()
+            )
+            rows = [
+                _configuration(release.id, task_row.id, models[m.row.model_id].id, m)
+                for m in task.measurements
+            ]
+            if rows:
+                await session.execute(insert(ConfigurationRow), rows)
+            report.configurations[task.name] = len(rows)
+    return report
+
+
+def _source_row(release_id: int, snapshot: Snapshot, manifest: Manifest | None) -> SourceRow:
+    if manifest is not None:
+        return SourceRow(release_id=release_id, **manifest.source.model_dump())
+    # Without a manifest, only what the snapshot itself tells is known.
+    return SourceRow(
+        release_id=release_id,
+        name="ML.ENERGY Leaderboard",
+        url="https://ml.energy/leaderboard/",
+        data_url=snapshot.location,
+        compiled=snapshot.index.last_updated,
+    )
+
+
+async def _ensure_gpus(session: AsyncSession, snapshot: Snapshot, report: IngestReport) -> None:
+    names = {m.row.gpu_model for task in snapshot.tasks for m in task.measurements}
+    known = set(await session.scalars(select(GpuRow.name).where(GpuRow.name.in_(names))))
+    for name in sorted(names - known):
+        facts = gpu_facts(name)
+        if facts is None:
+            report.warnings.append(
+                f"GPU {name!r} is not in the reference table: its facts "
+                "(full name, architecture, memory, TDP) are left empty"
+            )
+        session.add(GpuRow(name=name, **(facts or {})))
+    await session.flush()
+
+
+async def _add_models(
+    session: AsyncSession, release_id: int, snapshot: Snapshot, manifest: Manifest | None
+) -> dict[str, ModelRow]:
+    measured = list(dict.fromkeys(m.row.model_id for t in snapshot.tasks for m in t.measurements))
+    entries: dict[str, tuple[int, ManifestModel]] = {}
+    for i, entry in enumerate(manifest.models if manifest else []):
+        if entry.model_id not in measured:
+            raise IngestError(
+                "manifest",
+                f"model {entry.model_id!r} has no configuration in the ingested tasks",
+                row=i,
+                field="models",
+            )
+        entries[entry.model_id] = (i, entry)
+    models = {}
+    for model_id in measured:
+        facts = snapshot.index.models[model_id]
+        position, entry = entries.get(model_id, (None, None))
+        models[model_id] = ModelRow(
+            release_id=release_id,
+            model_id=model_id,
+            slug=entry.slug if entry else slugify(facts.nickname),
+            name=entry.name if entry else facts.nickname,
+            params_b=entry.params_b if entry else facts.total_params_billions,
+            active_params_b=entry.active_params_b if entry else facts.activated_params_billions,
+            architecture=facts.architecture,
+            weight_precision=facts.weight_precision,
+            gpus=entry.gpus if entry else None,
+            url=entry.url if entry else None,
+            page=entry.page if entry else None,
+            manifest_position=position,
+        )
+    session.add_all(models.values())
+    await session.flush()
+    return models
+
+
+# Task-file fields stored as configuration columns under the same name.
+_ROW_COLUMNS = (
+    "num_gpus",
+    "max_num_seqs",
+    "tensor_parallel",
+    "data_parallel",
+    "expert_parallel",
+    "avg_batch_size",
+    "avg_output_len",
+    "avg_power_watts",
+    "energy_per_request_joules",
+    "energy_per_token_joules",
+    "median_itl_ms",
+    "p90_itl_ms",
+    "p95_itl_ms",
+    "p99_itl_ms",
+    "output_throughput_tokens_per_sec",
+)
+
+
+def _configuration(release_id: int, task_id: int, model_id: int, m: Measurement) -> dict[str, Any]:
+    histogram = m.detail.output_length_distribution
+    return {
+        "release_id": release_id,
+        "task_id": task_id,
+        "model_id": model_id,
+        "gpu": m.row.gpu_model,
+        "task_row": m.task_row,
+        "model_row": m.model_row,
+        **{column: getattr(m.row, column) for column in _ROW_COLUMNS},
+        "parallel_notes": m.detail.parallelization.notes,
+        "length_bins": histogram.bins,
+        "length_counts": histogram.counts,
+        "extra": m.row.model_extra or None,
+    }

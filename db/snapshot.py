@@ -1,0 +1,178 @@
+"""Load an upstream snapshot and a manifest into validated, paired, plain values."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from db.documents import (
+    LlmTaskRow,
+    Manifest,
+    ModelFile,
+    ModelFileConfiguration,
+    TaskFile,
+    UpstreamIndex,
+    validate,
+)
+from db.errors import IngestError
+from db.fetch import Fetched, Fetcher, parse_json, upstream_commit
+
+LLM_TASKS = ("lm-arena-chat",)
+# Fields a model file's configuration shares with its task-file row; they must agree.
+_SHARED = ("gpu_model", "num_gpus", "max_num_seqs")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A task-file row paired with its row in the per-model file."""
+
+    row: LlmTaskRow
+    task_row: int
+    model_row: int
+    detail: ModelFileConfiguration
+
+
+@dataclass(frozen=True)
+class TaskData:
+    name: str
+    display_name: str
+    architecture: str | None
+    measurements: list[Measurement]
+    model_files: dict[str, tuple[str, ModelFile]]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    location: str
+    commit: str | None
+    index: UpstreamIndex
+    tasks: list[TaskData]
+    digest: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def model_file_name(model_id: str, task: str) -> str:
+    return f"models/{model_id.replace('/', '__')}__{task}.json"
+
+
+def digest(files: list[Fetched]) -> str:
+    hasher = hashlib.sha256()
+    for fetched in sorted(files, key=lambda f: f.path):
+        hasher.update(fetched.path.encode() + b"\0" + fetched.raw + b"\0")
+    return hasher.hexdigest()
+
+
+async def load_snapshot(location: str, *, tasks: tuple[str, ...] = LLM_TASKS) -> Snapshot:
+    async with Fetcher(location) as fetcher:
+        index_file = await fetcher.get("index.json")
+        index = validate(UpstreamIndex, index_file.data, "index.json")
+        files, loaded, warnings = [index_file], [], []
+        for task in tasks:
+            if task not in index.tasks:
+                raise IngestError("index.json", f"task {task!r} is not listed", field="tasks")
+            data, task_files = await _load_task(fetcher, index, task, warnings)
+            files += task_files
+            loaded.append(data)
+    return Snapshot(location, upstream_commit(location), index, loaded, digest(files), warnings)
+
+
+async def _load_task(
+    fetcher: Fetcher, index: UpstreamIndex, task: str, warnings: list[str]
+) -> tuple[TaskData, list[Fetched]]:
+    path = f"tasks/{task}.json"
+    task_file = await fetcher.get(path)
+    doc = validate(TaskFile, task_file.data, path)
+    if doc.task != task:
+        raise IngestError(path, f"says task {doc.task!r}, expected {task!r}", field="task")
+    rows = [
+        validate(LlmTaskRow, raw, path, row=i, prefix=f"configurations[{i}].")
+        for i, raw in enumerate(doc.configurations)
+    ]
+    for i, row in enumerate(rows):
+        if row.model_id not in index.models:
+            raise IngestError(
+                path, f"model {row.model_id!r} is not in index.json", row=i, field="model_id"
+            )
+        if row.model_extra:
+            warnings.append(f"{path}, row {i}: kept unknown fields {sorted(row.model_extra)}")
+    model_ids = list(dict.fromkeys(row.model_id for row in rows))
+    fetched = await fetcher.get_many([model_file_name(m, task) for m in model_ids])
+    model_files = {}
+    measurements: list[Measurement] = []
+    for model_id, file in zip(model_ids, fetched, strict=True):
+        model_doc = validate(ModelFile, file.data, file.path)
+        if model_doc.model_id != model_id:
+            raise IngestError(
+                file.path,
+                f"says model {model_doc.model_id!r}, expected {model_id!r}",
+                field="model_id",
+            )
+        model_files[model_id] = (file.path, model_doc)
+        own = [(i, row) for i, row in enumerate(rows) if row.model_id == model_id]
+        measurements += _pair(path, own, file.path, model_doc)
+    measurements.sort(key=lambda m: m.task_row)
+    architecture = next((a for a, ts in index.architectures.items() if task in ts), None)
+    return TaskData(task, doc.task_display_name, architecture, measurements, model_files), [
+        task_file,
+        *fetched,
+    ]
+
+
+def _pair(
+    task_path: str, own: list[tuple[int, LlmTaskRow]], model_path: str, model_doc: ModelFile
+) -> list[Measurement]:
+    """Pair the i-th task-file row of a model with the i-th row of its model file, checked."""
+    if len(own) != len(model_doc.configurations):
+        raise IngestError(
+            model_path,
+            f"{len(model_doc.configurations)} configurations, but "
+            f"{task_path} has {len(own)} for this model",
+            field="configurations",
+        )
+    paired = []
+    for model_row, ((task_row, row), raw) in enumerate(
+        zip(own, model_doc.configurations, strict=True)
+    ):
+        detail = validate(
+            ModelFileConfiguration,
+            raw,
+            model_path,
+            row=model_row,
+            prefix=f"configurations[{model_row}].",
+        )
+        flat = {**(detail.model_extra or {}), **{k: getattr(detail, k) for k in _SHARED}}
+        parallel = detail.parallelization
+        flat.update(
+            tensor_parallel=parallel.tensor_parallel,
+            data_parallel=parallel.data_parallel,
+            expert_parallel=parallel.expert_parallel,
+        )
+        for key, value in flat.items():
+            if getattr(row, key, (row.model_extra or {}).get(key)) != value:
+                raise IngestError(
+                    model_path,
+                    f"{value!r} disagrees with {task_path} row "
+                    f"{task_row} ({getattr(row, key, None)!r})",
+                    row=model_row,
+                    field=key,
+                )
+        paired.append(Measurement(row, task_row, model_row, detail))
+    return paired
+
+
+def load_manifest(path: str | Path) -> tuple[Manifest, bytes]:
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise IngestError(name, f"cannot read manifest: {exc.strerror}") from exc
+    return validate(Manifest, parse_json(name, raw), name), raw
+
+
+def manifest_digest(raw: bytes | None) -> str:
+    return hashlib.sha256(raw or b"").hexdigest()
+
+
+def combined_digest(snapshot: Snapshot, manifest_raw: bytes | None) -> str:
+    return hashlib.sha256(f"{snapshot.digest}:{manifest_digest(manifest_raw)}".encode()).hexdigest()

@@ -1,0 +1,198 @@
+"""SQLAlchemy tables: one release of the upstream data, its provenance and its measurements."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from sqlalchemy import JSON, ForeignKey, Index, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+intpk = Annotated[int, mapped_column(primary_key=True)]
+name = Annotated[str, mapped_column(String(200))]
+text = Annotated[str | None, mapped_column(Text)]
+release_fk = Annotated[int, mapped_column(ForeignKey("releases.id", ondelete="CASCADE"))]
+json_value = Annotated[Any, mapped_column(JSON)]
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(column_0_label)s",
+        "uq": "uq_%(table_name)s_%(column_0_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+class Base(DeclarativeBase):
+    metadata = metadata
+
+
+class ReleaseRow(Base):
+    """One ingested snapshot of the upstream data, with the manifest it came with."""
+
+    __tablename__ = "releases"
+
+    id: Mapped[intpk]
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    location: Mapped[str] = mapped_column(Text)
+    upstream_commit: Mapped[str | None] = mapped_column(String(40))
+    last_updated: Mapped[str] = mapped_column(String(40))
+    ingested_at: Mapped[datetime]
+    manifest_version: Mapped[text]
+    manifest_updated: Mapped[text]
+    manifest_data_version: Mapped[text]
+
+    source: Mapped[SourceRow] = relationship(lazy="raise")
+
+    def __repr__(self) -> str:
+        return f"ReleaseRow(id={self.id}, last_updated={self.last_updated!r})"
+
+
+class SourceRow(Base):
+    """The dataset's provenance: the `source` object of a LeadGreen v1 manifest, unchanged."""
+
+    __tablename__ = "sources"
+
+    release_id: Mapped[int] = mapped_column(
+        ForeignKey("releases.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[text]
+    publisher: Mapped[text]
+    url: Mapped[text]
+    data_url: Mapped[text]
+    version: Mapped[text]
+    released: Mapped[text]
+    compiled: Mapped[text]
+    compiled_evidence: Mapped[text]
+    retrieved: Mapped[text]
+    licence: Mapped[text]
+    licence_evidence: Mapped[list[str] | None] = mapped_column(JSON)
+    workload: Mapped[text]
+    method: Mapped[text]
+    selection: Mapped[text]
+    cite: Mapped[text]
+    cite_url: Mapped[text]
+    used_for: Mapped[text]
+    configurations: Mapped[text]
+
+    def __repr__(self) -> str:
+        return f"SourceRow(release_id={self.release_id}, name={self.name!r})"
+
+
+class TaskRow(Base):
+    """A benchmark workload (`lm-arena-chat`, `gpqa`, ...) within a release."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("release_id", "name"),)
+
+    id: Mapped[intpk]
+    release_id: Mapped[release_fk]
+    name: Mapped[name]
+    display_name: Mapped[str] = mapped_column(Text)
+    architecture: Mapped[str | None] = mapped_column(String(40))
+
+    def __repr__(self) -> str:
+        return f"TaskRow(id={self.id}, name={self.name!r})"
+
+
+class ModelRow(Base):
+    """An AI model (an LLM, in the LLM tasks) of a release, with its manifest entry if any."""
+
+    __tablename__ = "models"
+    __table_args__ = (
+        UniqueConstraint("release_id", "model_id"),
+        UniqueConstraint("release_id", "slug"),
+    )
+
+    id: Mapped[intpk]
+    release_id: Mapped[release_fk]
+    model_id: Mapped[name]
+    slug: Mapped[name]
+    name: Mapped[str] = mapped_column(Text)
+    params_b: Mapped[float]
+    active_params_b: Mapped[float]
+    architecture: Mapped[text]
+    weight_precision: Mapped[text]
+    gpus: Mapped[list[str] | None] = mapped_column(JSON)
+    url: Mapped[text]
+    page: Mapped[text]
+    manifest_position: Mapped[int | None]
+
+    def __repr__(self) -> str:
+        return f"ModelRow(id={self.id}, model_id={self.model_id!r})"
+
+
+class ModelTaskRow(Base):
+    """A model measured on a task: the upstream per-model file and its output-length histogram."""
+
+    __tablename__ = "model_tasks"
+    __table_args__ = (UniqueConstraint("model_id", "task_id"),)
+
+    id: Mapped[intpk]
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    file: Mapped[str] = mapped_column(Text)
+    length_bins: Mapped[json_value]
+    length_counts: Mapped[json_value]
+
+    def __repr__(self) -> str:
+        return f"ModelTaskRow(model_id={self.model_id}, task_id={self.task_id})"
+
+
+class GpuRow(Base):
+    """Reference facts about a GPU type; shared by all releases."""
+
+    __tablename__ = "gpus"
+
+    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    full_name: Mapped[text]
+    architecture: Mapped[text]
+    memory_gb: Mapped[float | None]
+    tdp_watts: Mapped[float | None]
+    source: Mapped[text]
+    source_url: Mapped[text]
+
+    def __repr__(self) -> str:
+        return f"GpuRow(name={self.name!r})"
+
+
+class ConfigurationRow(Base):
+    """One measured serving configuration: a row of the upstream task file."""
+
+    __tablename__ = "configurations"
+    __table_args__ = (
+        Index("ix_configurations_release_task_model", "release_id", "task_id", "model_id"),
+        Index("ix_configurations_release_gpu", "release_id", "gpu"),
+    )
+
+    id: Mapped[intpk]
+    release_id: Mapped[release_fk]
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    gpu: Mapped[str] = mapped_column(ForeignKey("gpus.name"))
+    task_row: Mapped[int]
+    model_row: Mapped[int]
+    num_gpus: Mapped[int]
+    max_num_seqs: Mapped[int]
+    tensor_parallel: Mapped[int]
+    data_parallel: Mapped[int]
+    expert_parallel: Mapped[int]
+    parallel_notes: Mapped[str] = mapped_column(Text, default="")
+    avg_batch_size: Mapped[float]
+    avg_output_len: Mapped[float]
+    avg_power_watts: Mapped[float]
+    energy_per_request_joules: Mapped[float]
+    energy_per_token_joules: Mapped[float]
+    median_itl_ms: Mapped[float]
+    p90_itl_ms: Mapped[float]
+    p95_itl_ms: Mapped[float]
+    p99_itl_ms: Mapped[float]
+    output_throughput_tokens_per_sec: Mapped[float]
+    length_bins: Mapped[json_value]
+    length_counts: Mapped[json_value]
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    def __repr__(self) -> str:
+        return f"ConfigurationRow(id={self.id}, gpu={self.gpu!r}, max_num_seqs={self.max_num_seqs})"

@@ -1,0 +1,1 @@
+"""The LeadGreen GraphQL API: strawberry types, the Starlette app and the CLI."""

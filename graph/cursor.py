@@ -1,0 +1,34 @@
+"""Opaque keyset cursors: the ordering field, its value and the row id, base64-encoded."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from graph.errors import BadInput
+
+
+def encode(field: str, value: Any, row_id: int) -> str:
+    raw = json.dumps([field, value, row_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode(cursor: str, field: str) -> tuple[Any, int]:
+    """The (value, id) a cursor points at, for a page ordered by `field`."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        name, value, row_id = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise BadInput(f"`after` is not a cursor this API issued: {cursor[:40]!r}") from exc
+    if name != field:
+        raise BadInput(f"`after` is a cursor for ordering by {name!r}, not {field!r}")
+    if (
+        not isinstance(row_id, int)
+        or isinstance(row_id, bool)
+        or not isinstance(value, int | float)
+        or isinstance(value, bool)
+    ):
+        raise BadInput(f"`after` is not a cursor this API issued: {cursor[:40]!r}")
+    return value, row_id

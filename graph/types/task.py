@@ -1,0 +1,26 @@
+"""The Task type: a benchmark workload."""
+
+from __future__ import annotations
+
+import strawberry
+
+from db.tables import TaskRow
+
+
+@strawberry.type(
+    description="A benchmark workload of the ML.ENERGY Leaderboard, such as "
+    "`lm-arena-chat` (LLM chat on LM Arena prompts)."
+)
+class Task:
+    name: str = strawberry.field(description="Task identifier, as in upstream `tasks/{name}.json`.")
+    display_name: str = strawberry.field(
+        description="Human-readable task name (upstream `task_display_name`)."
+    )
+    architecture: str | None = strawberry.field(
+        description="Model family the task measures, from upstream index.json `architectures`: "
+        "`llm`, `mllm` or `diffusion`."
+    )
+
+    @classmethod
+    def from_row(cls, row: TaskRow) -> Task:
+        return cls(name=row.name, display_name=row.display_name, architecture=row.architecture)
