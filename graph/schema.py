@@ -95,7 +95,11 @@ class Query:
 def build_schema() -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
-        extensions=[CodedErrors, ParserCache(maxsize=256), ValidationCache(maxsize=256)],
+        extensions=[
+            CodedErrors,
+            lambda: ParserCache(maxsize=256),
+            lambda: ValidationCache(maxsize=256),
+        ],
     )
 
 

@@ -1,0 +1,163 @@
+"""Fixtures: a database on SQLite and on PostgreSQL, settings, sessions, clients and data."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from db.engine import create_engine, create_tables, sessionmaker
+from db.ingest import IngestReport, ingest
+from db.snapshot import load_manifest, load_snapshot
+from graph.app import create_app
+from graph.context import Context
+from graph.schema import schema
+from graph.settings import Settings
+from tests import synthetic
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+SNAPSHOT = DATA / "ml-energy-leaderboard" / "2026-02-16"
+EARLIER = DATA / "ml-energy-leaderboard" / "2025-12-17"
+SEED = DATA / "seed" / "leadgreen-index-v1.json"
+POSTGRES_URL = os.environ.get(
+    "LEADGREEN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+BACKENDS = ["sqlite"] + ([] if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off" else ["postgres"])
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _admin(statement: str) -> None:
+    """Run one statement on the server, from a thread of its own (a loop may be running here)."""
+
+    async def run() -> None:
+        admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+        async with admin.connect() as conn:
+            await conn.execute(text(statement))
+        await admin.dispose()
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run()).result()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A database of the test run's own on the PostgreSQL server, dropped afterwards."""
+    name = f"leadgreen_test_{uuid.uuid4().hex[:8]}"
+    _admin(f"CREATE DATABASE {name}")
+    yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    _admin(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=BACKENDS)
+async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh, empty database: a SQLite file, or an emptied PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
+        return
+    url = request.getfixturevalue("postgres_url")
+    reset = create_engine(url)
+    async with reset.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await reset.dispose()
+    yield url
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, manifest=None)
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    await create_tables(engine)
+    yield engine
+    await engine.dispose()
+
+
+async def ingest_dir(
+    engine: AsyncEngine, source: Path | str, manifest: Path | None = None
+) -> IngestReport:
+    snapshot = await load_snapshot(str(source))
+    doc, raw = load_manifest(manifest) if manifest else (None, None)
+    async with sessionmaker(engine)() as session:
+        return await ingest(session, snapshot, doc, raw)
+
+
+@pytest.fixture
+def synthetic_dir(tmp_path: Path) -> Path:
+    root = synthetic.write(tmp_path / "snapshot", synthetic.documents())
+    (tmp_path / "manifest.json").write_text(json.dumps(synthetic.manifest()))
+    return root
+
+
+@pytest.fixture
+async def synthetic_db(engine: AsyncEngine, synthetic_dir: Path) -> AsyncEngine:
+    await ingest_dir(engine, synthetic_dir, synthetic_dir.parent / "manifest.json")
+    return engine
+
+
+@pytest.fixture
+async def real_db(engine: AsyncEngine) -> AsyncEngine:
+    """The 2026-02-16 snapshot with the seed manifest, as a user would ingest it."""
+    await ingest_dir(engine, SNAPSHOT, SEED)
+    return engine
+
+
+Execute = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def make_execute(engine: AsyncEngine, settings: Settings) -> Execute:
+    async def execute(query: str, **variables: Any) -> dict[str, Any]:
+        """Run a query through the schema; return `data`, or the errors as a dict."""
+        async with sessionmaker(engine)() as session:
+            context = Context(session=session, settings=settings)
+            result = await schema.execute(query, variable_values=variables, context_value=context)
+        if result.errors:
+            return {
+                "errors": [
+                    {"message": e.message, "code": (e.extensions or {}).get("code")}
+                    for e in result.errors
+                ]
+            }
+        assert result.data is not None
+        return result.data
+
+    return execute
+
+
+@pytest.fixture
+def execute_synthetic(synthetic_db: AsyncEngine, settings: Settings) -> Execute:
+    return make_execute(synthetic_db, settings)
+
+
+@pytest.fixture
+def execute_real(real_db: AsyncEngine, settings: Settings) -> Execute:
+    return make_execute(real_db, settings)
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """HTTP through the ASGI app, against whatever the test put in the database."""
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
