@@ -27,9 +27,6 @@ class Spread:
     def of(cls, values: list[float]) -> Spread:
         return cls(min(values), statistics.median(values), max(values))
 
-    def scaled(self, factor: float) -> Spread:
-        return Spread(self.minimum * factor, self.median * factor, self.maximum * factor)
-
 
 @dataclass(frozen=True)
 class PowerSummary:
@@ -55,15 +52,16 @@ def power_by_gpu(rows: Iterable[Powered], tdp: Mapping[str, float | None]) -> li
         groups.setdefault(row.gpu, []).append(row)
     summaries = []
     for gpu, members in sorted(groups.items()):
-        per_gpu = Spread.of([per_gpu_watts(r) for r in members])
+        watts = [per_gpu_watts(r) for r in members]
         limit = tdp.get(gpu)
         summaries.append(
             PowerSummary(
                 gpu=gpu,
                 configurations=len(members),
                 total_watts=Spread.of([r.avg_power_watts for r in members]),
-                per_gpu_watts=per_gpu,
-                fraction_of_tdp=per_gpu.scaled(1 / limit) if limit else None,
+                per_gpu_watts=Spread.of(watts),
+                # Divide each value, so the spread's ends equal configurations' fractionOfTdp.
+                fraction_of_tdp=Spread.of([w / limit for w in watts]) if limit else None,
             )
         )
     return summaries

@@ -145,19 +145,19 @@ async def _add_models(
 ) -> dict[str, ModelRow]:
     measured = list(dict.fromkeys(m.row.model_id for t in snapshot.tasks for m in t.measurements))
     entries: dict[str, tuple[int, ManifestModel]] = {}
-    for i, entry in enumerate(manifest.models if manifest else []):
-        if entry.model_id not in measured:
+    for i, listed in enumerate(manifest.models if manifest else []):
+        if listed.model_id not in measured:
             raise IngestError(
                 "manifest",
-                f"model {entry.model_id!r} has no configuration in the ingested tasks",
+                f"model {listed.model_id!r} has no configuration in the ingested tasks",
                 row=i,
-                field="models",
+                field=f"models[{i}].model_id",
             )
-        entries[entry.model_id] = (i, entry)
+        entries[listed.model_id] = (i, listed)
     models = {}
     for model_id in measured:
         facts = snapshot.index.models[model_id]
-        position, entry = entries.get(model_id, (None, None))
+        position, entry = entries.get(model_id) or (None, None)
         models[model_id] = ModelRow(
             release_id=release_id,
             model_id=model_id,

@@ -67,7 +67,7 @@ async def load_snapshot(location: str, *, tasks: tuple[str, ...] = LLM_TASKS) ->
     async with Fetcher(location) as fetcher:
         index_file = await fetcher.get("index.json")
         index = validate(UpstreamIndex, index_file.data, "index.json")
-        files, loaded, warnings = [index_file], [], []
+        files, loaded, warnings = [index_file], [], list[str]()
         for task in tasks:
             if task not in index.tasks:
                 raise IngestError("index.json", f"task {task!r} is not listed", field="tasks")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,6 +28,7 @@ from graph.queries import MODEL_PAGE
 from graph.schema import schema
 from graph.settings import Settings
 
+log = logging.getLogger("leadgreen")
 _EXAMPLE = re.compile(r"const EXAMPLE_QUERY = `.*?`;", re.S)
 
 
@@ -66,8 +68,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             async with make_session() as session:
                 await session.execute(text("SELECT 1"))
                 release = await reads.latest_release(session)
-        except Exception as exc:  # the database is down or unreachable
-            return JSONResponse({"status": "unavailable", "error": type(exc).__name__}, 503)
+        except Exception:  # the database is down or unreachable; say so, show nothing more
+            log.warning("healthz: database unreachable", exc_info=True)
+            return JSONResponse({"status": "unavailable", "reason": "database unreachable"}, 503)
         return JSONResponse(
             {
                 "status": "ok",

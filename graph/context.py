@@ -32,6 +32,7 @@ class Context:
     session: AsyncSession
     settings: Settings
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _memo_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _release: ReleaseRow | None = None
     _tasks: dict[int, TaskRow] | None = None
 
@@ -41,10 +42,12 @@ class Context:
             return await fn(self.session, **kwargs)
 
     async def release(self) -> ReleaseRow:
-        if self._release is None:
-            self._release = await self.read(reads.latest_release)
+        """The release this request answers from: the latest, read once per request."""
+        async with self._memo_lock:
             if self._release is None:
-                raise NoData("The database holds no data yet: run `leadgreen ingest` first")
+                self._release = await self.read(reads.latest_release)
+        if self._release is None:
+            raise NoData("The database holds no data yet: run `leadgreen ingest` first")
         return self._release
 
     async def release_id(self) -> int:
@@ -85,7 +88,9 @@ class Context:
 
     async def tasks(self) -> dict[int, TaskRow]:
         """Every task of the current release, by id (a handful of rows, read once)."""
-        if self._tasks is None:
-            rows = await self.read(reads.tasks, release_id=await self.release_id())
-            self._tasks = {row.id: row for row in rows}
+        release_id = await self.release_id()
+        async with self._memo_lock:
+            if self._tasks is None:
+                rows = await self.read(reads.tasks, release_id=release_id)
+                self._tasks = {row.id: row for row in rows}
         return self._tasks

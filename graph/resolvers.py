@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import cast
 
 import strawberry
 
@@ -22,7 +23,8 @@ from graph.types.model import Model
 from graph.types.source import LeadGreenIndex, Source
 from graph.types.task import Task
 
-ConfigurationField = strawberry.enum(
+# One member per orderable column, so the enum cannot drift from what db.reads accepts.
+ConfigurationField: type[Enum] = strawberry.enum(  # type: ignore[call-overload]
     Enum("ConfigurationField", {name.upper(): name for name in ("id", *reads.ORDERABLE)}),
     description="A configuration field to order by (each named as the field of the same name).",
 )
@@ -139,7 +141,7 @@ async def configurations(
     first = settings.default_page_size if first is None else first
     if not 0 <= first <= settings.max_page_size:
         raise BadInput(f"`first` must be between 0 and {settings.max_page_size}, got {first}")
-    field = order_by.field.value if order_by else "id"
+    field = str(cast(Enum, order_by.field).value) if order_by else "id"
     descending = order_by is not None and order_by.direction is Direction.DESC
     release_id = await context.release_id()
     where = await _filter(context, filter, release_id)

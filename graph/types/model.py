@@ -231,7 +231,7 @@ class Model:
                 total_watts=Spread.from_value(p.total_watts),
                 per_gpu_watts=Spread.from_value(p.per_gpu_watts),
                 fraction_of_tdp=Spread.from_value(p.fraction_of_tdp) if p.fraction_of_tdp else None,
-                gpu=Gpu.from_row(gpus[p.gpu]) if gpus[p.gpu] else Gpu.unknown(p.gpu),
+                gpu=Gpu.from_row(row) if (row := gpus[p.gpu]) else Gpu.unknown(p.gpu),
             )
             for p in power_by_gpu(rows, tdp)
         ]

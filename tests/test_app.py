@@ -1,0 +1,91 @@
+"""HTTP through the ASGI app: GraphQL over POST and GET, GraphiQL, health, CORS."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from graph.app import create_app
+from graph.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_post_and_get(synthetic_db, client) -> None:
+    query = '{ model(slug: "tiny-1b") { name paramsB } }'
+    expected = {"data": {"model": {"name": "Tiny 1B", "paramsB": 1.0}}}
+    posted = await client.post("/graphql", json={"query": query})
+    assert (posted.status_code, posted.json()) == (200, expected)
+    got = await client.get("/graphql", params={"query": query})
+    assert (got.status_code, got.json()) == (200, expected)
+
+
+async def test_graphiql_opens_on_the_model_page_query(client) -> None:
+    response = await client.get("/graphql", headers={"accept": "text/html"})
+    assert response.status_code == 200
+    assert 'const EXAMPLE_QUERY = "# The model page' in response.text
+    assert 'query ModelPage($slug: String! = \\"qwen-3-8b\\")' in response.text
+
+
+async def test_healthz(synthetic_db, client) -> None:
+    response = await client.get("/healthz")
+    assert response.json() == {"status": "ok", "release": 1, "lastUpdated": "2030-01-02"}
+
+
+async def test_healthz_on_an_empty_database(client) -> None:
+    response = await client.get("/healthz")
+    assert (response.status_code, response.json()) == (
+        200,
+        {"status": "ok", "release": None, "lastUpdated": None},
+    )
+
+
+async def test_healthz_when_the_database_is_unreachable() -> None:
+    app = create_app(Settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:9/none"))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        response = await client.get("/healthz")
+    assert (response.status_code, response.json()) == (
+        503,
+        {"status": "unavailable", "reason": "database unreachable"},
+    )
+
+
+async def test_cors_for_configured_origins(synthetic_db, settings) -> None:
+    app = create_app(settings.model_copy(update={"cors_origins": ["https://app.example"]}))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
+    ):
+        preflight = await client.options(
+            "/graphql",
+            headers={
+                "origin": "https://app.example",
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type",
+            },
+        )
+        other = await client.post(
+            "/graphql",
+            json={"query": "{ gpus { name } }"},
+            headers={"origin": "https://evil.example"},
+        )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+    assert "access-control-allow-origin" not in other.headers
+
+
+async def test_no_stack_trace_or_sql_in_errors(client) -> None:
+    response = await client.post("/graphql", json={"query": "{ models { slug } }"})
+    assert response.json() == {
+        "data": None,
+        "errors": [
+            {
+                "message": "The database holds no data yet: run `leadgreen ingest` first",
+                "locations": [{"line": 1, "column": 3}],
+                "path": ["models"],
+                "extensions": {"code": "NO_DATA"},
+            }
+        ],
+    }
