@@ -50,20 +50,28 @@ class UpstreamIndex(_Open):
     models: dict[str, IndexModel]
 
 
-class LlmTaskRow(_Open):
-    """A row of an LLM or MLLM task file (`tasks/{task}.json`)."""
+class TaskRow(_Open):
+    """The fields every task-file row has, whatever the task."""
 
     model_id: str
     nickname: str
     gpu_model: str
     num_gpus: Count
+    avg_power_watts: Measure
+    total_params_billions: Measure
+    activated_params_billions: Measure
+    weight_precision: str
+
+
+class LlmTaskRow(TaskRow):
+    """A row of an LLM or MLLM task file (lm-arena-chat, gpqa, sourcegraph-fim, image-chat, ...)."""
+
     max_num_seqs: Count
     tensor_parallel: Count
     data_parallel: Count
     expert_parallel: Count
     avg_batch_size: Measure
     avg_output_len: Measure
-    avg_power_watts: Measure
     energy_per_request_joules: Measure
     energy_per_token_joules: Measure
     median_itl_ms: Measure
@@ -71,15 +79,76 @@ class LlmTaskRow(_Open):
     p95_itl_ms: Measure
     p99_itl_ms: Measure
     output_throughput_tokens_per_sec: Measure
-    total_params_billions: Measure
-    activated_params_billions: Measure
     architecture: str
-    weight_precision: str
+
+
+class DiffusionTaskRow(TaskRow):
+    batch_size: Count
+    batch_latency_s: Measure
+    inference_steps: Count
+    ulysses_degree: Count
+    ring_degree: Count
+
+
+class ImageTaskRow(DiffusionTaskRow):
+    """A row of the text-to-image task file."""
+
+    energy_per_image_joules: Measure
+    throughput_images_per_sec: Measure
+    image_height: Count
+    image_width: Count
+
+
+class VideoTaskRow(DiffusionTaskRow):
+    """A row of the text-to-video task file."""
+
+    energy_per_video_joules: Measure
+    throughput_videos_per_sec: Measure
+    video_height: Count
+    video_width: Count
+    fps: Count
+    num_frames: Count
+
+
+# Upstream names of the diffusion columns, by output kind: upstream name -> column.
+DIFFUSION_COMMON = (
+    "num_gpus",
+    "batch_size",
+    "inference_steps",
+    "ulysses_degree",
+    "ring_degree",
+    "avg_power_watts",
+    "batch_latency_s",
+)
+DIFFUSION_OUTPUTS: dict[str, dict[str, str]] = {
+    "image": {
+        "energy_per_image_joules": "energy_per_output_joules",
+        "throughput_images_per_sec": "throughput_outputs_per_sec",
+        "image_height": "height",
+        "image_width": "width",
+    },
+    "video": {
+        "energy_per_video_joules": "energy_per_output_joules",
+        "throughput_videos_per_sec": "throughput_outputs_per_sec",
+        "video_height": "height",
+        "video_width": "width",
+        "fps": "fps",
+        "num_frames": "num_frames",
+    },
+}
+
+
+def row_shape(architecture: str | None, row: dict[str, Any]) -> type[TaskRow]:
+    """The row shape of a task of this architecture (`llm`, `mllm` or `diffusion`)."""
+    if architecture != "diffusion":
+        return LlmTaskRow
+    return VideoTaskRow if "energy_per_video_joules" in row else ImageTaskRow
 
 
 class TaskFile(_Strict):
     task: str
     task_display_name: str
+    architecture: str | None = None
     configurations: list[dict[str, Any]]
 
 
@@ -90,7 +159,14 @@ class Parallelization(_Strict):
     notes: str = ""
 
 
+class DiffusionParallelization(_Strict):
+    ulysses_degree: Count
+    ring_degree: Count
+
+
 class ModelFileConfiguration(_Open):
+    """A row of an LLM or MLLM per-model file."""
+
     gpu_model: str
     num_gpus: Count
     max_num_seqs: Count
@@ -98,10 +174,19 @@ class ModelFileConfiguration(_Open):
     output_length_distribution: Histogram
 
 
+class DiffusionModelFileConfiguration(_Open):
+    """A row of a diffusion per-model file."""
+
+    gpu_model: str
+    num_gpus: Count
+    batch_size: Count
+    parallelization: DiffusionParallelization
+
+
 class ModelFile(_Open):
     model_id: str
     task: str
-    output_length_distribution: Histogram
+    output_length_distribution: Histogram | None = None
     configurations: list[dict[str, Any]]
 
 

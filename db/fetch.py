@@ -80,7 +80,13 @@ class Fetcher:
         return Fetched(path, parse_json(path, raw), raw)
 
     async def get_many(self, paths: list[str]) -> list[Fetched]:
-        return list(await asyncio.gather(*(self.get(p) for p in paths)))
+        """Fetch concurrently; the first failure cancels the rest and is raised as it is."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(self.get(p)) for p in paths]
+        except ExceptionGroup as failed:
+            raise failed.exceptions[0] from None
+        return [task.result() for task in tasks]
 
     async def _get_local(self, path: str) -> bytes:
         file = Path(self.location) / path
@@ -111,7 +117,7 @@ class Fetcher:
             raise IngestError(path, f"HTTP {status} from {url}") from exc
         except httpx.HTTPError as exc:
             raise IngestError(
-                path, f"unreachable: {url} ({type(exc).__name__}: {exc or 'no detail'})"
+                path, f"unreachable: {url} ({type(exc).__name__}: {str(exc) or 'no detail'})"
             ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 

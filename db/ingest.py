@@ -10,12 +10,22 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.documents import Manifest, ManifestModel
+from db.documents import (
+    DIFFUSION_COMMON,
+    DIFFUSION_OUTPUTS,
+    LlmTaskRow,
+    Manifest,
+    ManifestModel,
+    ModelFile,
+    ModelFileConfiguration,
+    VideoTaskRow,
+)
 from db.errors import IngestError
 from db.gpus import gpu_facts
 from db.snapshot import Measurement, Snapshot, combined_digest
 from db.tables import (
     ConfigurationRow,
+    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -90,26 +100,25 @@ async def ingest(
                 name=task.name,
                 display_name=task.display_name,
                 architecture=task.architecture,
+                file_architecture=task.file_architecture,
             )
             session.add(task_row)
             await session.flush()
             session.add_all(
-                ModelTaskRow(
-                    model_id=models[model_id].id,
-                    task_id=task_row.id,
-                    file=path,
-                    length_bins=doc.output_length_distribution.bins,
-                    length_counts=doc.output_length_distribution.counts,
-                )
+                _model_task(models[model_id].id, task_row.id, path, doc)
                 for model_id, (path, doc) in task.model_files.items()
             )
-            rows = [
-                _configuration(release.id, task_row.id, models[m.row.model_id].id, m)
-                for m in task.measurements
-            ]
-            if rows:
-                await session.execute(insert(ConfigurationRow), rows)
-            report.configurations[task.name] = len(rows)
+            llm, diffusion = [], []
+            for m in task.measurements:
+                ids = (release.id, task_row.id, models[m.row.model_id].id)
+                if isinstance(m.row, LlmTaskRow):
+                    llm.append(_llm_configuration(*ids, m))
+                else:
+                    diffusion.append(_diffusion_configuration(*ids, m))
+            for table, rows in ((ConfigurationRow, llm), (DiffusionConfigurationRow, diffusion)):
+                if rows:
+                    await session.execute(insert(table), rows)
+            report.configurations[task.name] = len(task.measurements)
     return report
 
 
@@ -197,8 +206,19 @@ _ROW_COLUMNS = (
 )
 
 
-def _configuration(release_id: int, task_id: int, model_id: int, m: Measurement) -> dict[str, Any]:
-    histogram = m.detail.output_length_distribution
+def _model_task(model_id: int, task_id: int, path: str, doc: ModelFile) -> ModelTaskRow:
+    histogram = doc.output_length_distribution
+    return ModelTaskRow(
+        model_id=model_id,
+        task_id=task_id,
+        file=path,
+        length_bins=histogram.bins if histogram else None,
+        length_counts=histogram.counts if histogram else None,
+        fields=doc.model_extra or {},
+    )
+
+
+def _common(release_id: int, task_id: int, model_id: int, m: Measurement) -> dict[str, Any]:
     return {
         "release_id": release_id,
         "task_id": task_id,
@@ -206,9 +226,31 @@ def _configuration(release_id: int, task_id: int, model_id: int, m: Measurement)
         "gpu": m.row.gpu_model,
         "task_row": m.task_row,
         "model_row": m.model_row,
+        "extra": m.row.model_extra or None,
+    }
+
+
+def _llm_configuration(
+    release_id: int, task_id: int, model_id: int, m: Measurement
+) -> dict[str, Any]:
+    assert isinstance(m.detail, ModelFileConfiguration)
+    histogram = m.detail.output_length_distribution
+    return {
+        **_common(release_id, task_id, model_id, m),
         **{column: getattr(m.row, column) for column in _ROW_COLUMNS},
         "parallel_notes": m.detail.parallelization.notes,
         "length_bins": histogram.bins,
         "length_counts": histogram.counts,
-        "extra": m.row.model_extra or None,
+    }
+
+
+def _diffusion_configuration(
+    release_id: int, task_id: int, model_id: int, m: Measurement
+) -> dict[str, Any]:
+    output = "video" if isinstance(m.row, VideoTaskRow) else "image"
+    columns = {name: name for name in DIFFUSION_COMMON} | DIFFUSION_OUTPUTS[output]
+    return {
+        **_common(release_id, task_id, model_id, m),
+        **{"fps": None, "num_frames": None, "output": output},
+        **{column: getattr(m.row, name) for name, column in columns.items()},
     }

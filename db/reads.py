@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.tables import (
     ConfigurationRow,
+    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -19,7 +20,7 @@ from db.tables import (
     TaskRow,
 )
 
-# Configuration columns a client may order by (all measured or stated numbers).
+# Columns a client may order by (all measured or stated numbers), per configuration table.
 ORDERABLE = (
     "num_gpus",
     "max_num_seqs",
@@ -37,6 +38,21 @@ ORDERABLE = (
     "p99_itl_ms",
     "output_throughput_tokens_per_sec",
 )
+DIFFUSION_ORDERABLE = (
+    "num_gpus",
+    "batch_size",
+    "inference_steps",
+    "ulysses_degree",
+    "ring_degree",
+    "height",
+    "width",
+    "avg_power_watts",
+    "batch_latency_s",
+    "energy_per_output_joules",
+    "throughput_outputs_per_sec",
+)
+AnyConfigurationRow = ConfigurationRow | DiffusionConfigurationRow
+Table = type[ConfigurationRow] | type[DiffusionConfigurationRow]
 
 
 @dataclass(frozen=True)
@@ -51,28 +67,27 @@ class ConfigurationFilter:
     task: str | None = None
     max_median_itl_ms: float | None = None
 
-    def clauses(self) -> list[ColumnElement[bool]]:
-        c = ConfigurationRow
+    def clauses(self, table: Table = ConfigurationRow) -> list[ColumnElement[bool]]:
         checks: list[ColumnElement[bool]] = []
         if self.model_ids is not None:
-            checks.append(c.model_id.in_(self.model_ids))
+            checks.append(table.model_id.in_(self.model_ids))
         if self.gpu is not None:
-            checks.append(c.gpu == self.gpu)
+            checks.append(table.gpu == self.gpu)
         if self.num_gpus is not None:
-            checks.append(c.num_gpus == self.num_gpus)
-        if self.min_max_num_seqs is not None:
-            checks.append(c.max_num_seqs >= self.min_max_num_seqs)
-        if self.max_max_num_seqs is not None:
-            checks.append(c.max_num_seqs <= self.max_max_num_seqs)
-        if self.max_median_itl_ms is not None:
-            checks.append(c.median_itl_ms <= self.max_median_itl_ms)
+            checks.append(table.num_gpus == self.num_gpus)
         if self.task is not None:
-            checks.append(
-                c.task_id
-                == select(TaskRow.id)
-                .where(TaskRow.release_id == c.release_id, TaskRow.name == self.task)
-                .scalar_subquery()
+            task_id = select(TaskRow.id).where(
+                TaskRow.release_id == table.release_id, TaskRow.name == self.task
             )
+            checks.append(table.task_id == task_id.scalar_subquery())
+        if table is ConfigurationRow:
+            c = ConfigurationRow
+            if self.min_max_num_seqs is not None:
+                checks.append(c.max_num_seqs >= self.min_max_num_seqs)
+            if self.max_max_num_seqs is not None:
+                checks.append(c.max_num_seqs <= self.max_max_num_seqs)
+            if self.max_median_itl_ms is not None:
+                checks.append(c.median_itl_ms <= self.max_median_itl_ms)
         return checks
 
 
@@ -134,52 +149,57 @@ async def model_tasks(session: AsyncSession, *, model_ids: Sequence[int]) -> lis
     return list(await session.scalars(query.order_by(ModelTaskRow.id)))
 
 
-def _configurations_query(release_id: int, where: ConfigurationFilter) -> Select[Any]:
-    return select(ConfigurationRow).where(
-        ConfigurationRow.release_id == release_id, *where.clauses()
-    )
+def _configurations_query(table: Table, release_id: int, where: ConfigurationFilter) -> Select[Any]:
+    return select(table).where(table.release_id == release_id, *where.clauses(table))
 
 
 async def configurations_of_models(
-    session: AsyncSession, *, release_id: int, model_ids: Sequence[int]
-) -> list[ConfigurationRow]:
-    """All configurations of these models, in upstream file order."""
-    query = _configurations_query(release_id, ConfigurationFilter(model_ids=model_ids))
-    return list(
-        await session.scalars(query.order_by(ConfigurationRow.task_id, ConfigurationRow.task_row))
-    )
+    session: AsyncSession,
+    *,
+    release_id: int,
+    model_ids: Sequence[int],
+    table: Table = ConfigurationRow,
+) -> list[Any]:
+    """All configurations of these models in one table, in upstream file order."""
+    query = _configurations_query(table, release_id, ConfigurationFilter(model_ids=model_ids))
+    return list(await session.scalars(query.order_by(table.task_id, table.task_row)))
 
 
 async def configurations(
     session: AsyncSession,
     *,
     release_id: int,
+    table: Table = ConfigurationRow,
     where: ConfigurationFilter = ConfigurationFilter(),
     order_by: str = "id",
     descending: bool = False,
     after: tuple[Any, int] | None = None,
     first: int = 50,
-) -> list[ConfigurationRow]:
+) -> list[Any]:
     """One page (keyset) of configurations; reads `first + 1` rows so callers see a next page."""
-    column = ConfigurationRow.id if order_by == "id" else getattr(ConfigurationRow, order_by)
-    key = tuple_(column, ConfigurationRow.id)
-    query = _configurations_query(release_id, where)
+    column = getattr(table, order_by)
+    key = tuple_(column, table.id)
+    query = _configurations_query(table, release_id, where)
     if after is not None:
         bound = tuple_(*after)
         query = query.where(key < bound if descending else key > bound)
     if descending:
-        query = query.order_by(column.desc(), ConfigurationRow.id.desc())
+        query = query.order_by(column.desc(), table.id.desc())
     else:
-        query = query.order_by(column, ConfigurationRow.id)
+        query = query.order_by(column, table.id)
     return list(await session.scalars(query.limit(first + 1)))
 
 
 async def count_configurations(
-    session: AsyncSession, *, release_id: int, where: ConfigurationFilter = ConfigurationFilter()
+    session: AsyncSession,
+    *,
+    release_id: int,
+    table: Table = ConfigurationRow,
+    where: ConfigurationFilter = ConfigurationFilter(),
 ) -> int:
     query = (
         select(func.count())
-        .select_from(ConfigurationRow)
-        .where(ConfigurationRow.release_id == release_id, *where.clauses())
+        .select_from(table)
+        .where(table.release_id == release_id, *where.clauses(table))
     )
     return int(await session.scalar(query) or 0)

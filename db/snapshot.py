@@ -7,30 +7,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from db.documents import (
+    DiffusionModelFileConfiguration,
     LlmTaskRow,
     Manifest,
     ModelFile,
     ModelFileConfiguration,
     TaskFile,
+    TaskRow,
     UpstreamIndex,
+    row_shape,
     validate,
 )
 from db.errors import IngestError
 from db.fetch import Fetched, Fetcher, parse_json, upstream_commit
 
-LLM_TASKS = ("lm-arena-chat",)
-# Fields a model file's configuration shares with its task-file row; they must agree.
-_SHARED = ("gpu_model", "num_gpus", "max_num_seqs")
+# Keys of a model file's row that the task-file row does not repeat as they are.
+_NESTED = ("parallelization", "output_length_distribution")
 
 
 @dataclass(frozen=True)
 class Measurement:
     """A task-file row paired with its row in the per-model file."""
 
-    row: LlmTaskRow
+    row: TaskRow
     task_row: int
     model_row: int
-    detail: ModelFileConfiguration
+    detail: ModelFileConfiguration | DiffusionModelFileConfiguration
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class TaskData:
     name: str
     display_name: str
     architecture: str | None
+    file_architecture: str | None
     measurements: list[Measurement]
     model_files: dict[str, tuple[str, ModelFile]]
 
@@ -63,12 +66,13 @@ def digest(files: list[Fetched]) -> str:
     return hasher.hexdigest()
 
 
-async def load_snapshot(location: str, *, tasks: tuple[str, ...] = LLM_TASKS) -> Snapshot:
+async def load_snapshot(location: str, *, tasks: tuple[str, ...] | None = None) -> Snapshot:
+    """Fetch and check a snapshot: the given tasks, or every task its index.json lists."""
     async with Fetcher(location) as fetcher:
         index_file = await fetcher.get("index.json")
         index = validate(UpstreamIndex, index_file.data, "index.json")
         files, loaded, warnings = [index_file], [], list[str]()
-        for task in tasks:
+        for task in index.tasks if tasks is None else tasks:
             if task not in index.tasks:
                 raise IngestError("index.json", f"task {task!r} is not listed", field="tasks")
             data, task_files = await _load_task(fetcher, index, task, warnings)
@@ -85,17 +89,22 @@ async def _load_task(
     doc = validate(TaskFile, task_file.data, path)
     if doc.task != task:
         raise IngestError(path, f"says task {doc.task!r}, expected {task!r}", field="task")
+    architecture = next((a for a, ts in index.architectures.items() if task in ts), None)
     rows = [
-        validate(LlmTaskRow, raw, path, row=i, prefix=f"configurations[{i}].")
+        validate(row_shape(architecture, raw), raw, path, row=i, prefix=f"configurations[{i}].")
         for i, raw in enumerate(doc.configurations)
     ]
+    unknown: dict[str, int] = {}
     for i, row in enumerate(rows):
         if row.model_id not in index.models:
             raise IngestError(
                 path, f"model {row.model_id!r} is not in index.json", row=i, field="model_id"
             )
-        if row.model_extra:
-            warnings.append(f"{path}, row {i}: kept unknown fields {sorted(row.model_extra)}")
+        for key in row.model_extra or {}:
+            unknown[key] = unknown.get(key, 0) + 1
+    warnings += [
+        f"{path}: kept field {k!r}, unknown to LeadGreen, on {n} rows" for k, n in unknown.items()
+    ]
     model_ids = list(dict.fromkeys(row.model_id for row in rows))
     fetched = await fetcher.get_many([model_file_name(m, task) for m in model_ids])
     model_files = {}
@@ -112,15 +121,16 @@ async def _load_task(
         own = [(i, row) for i, row in enumerate(rows) if row.model_id == model_id]
         measurements += _pair(path, own, file.path, model_doc)
     measurements.sort(key=lambda m: m.task_row)
-    architecture = next((a for a, ts in index.architectures.items() if task in ts), None)
-    return TaskData(task, doc.task_display_name, architecture, measurements, model_files), [
+    return TaskData(
+        task, doc.task_display_name, architecture, doc.architecture, measurements, model_files
+    ), [
         task_file,
         *fetched,
     ]
 
 
 def _pair(
-    task_path: str, own: list[tuple[int, LlmTaskRow]], model_path: str, model_doc: ModelFile
+    task_path: str, own: list[tuple[int, TaskRow]], model_path: str, model_doc: ModelFile
 ) -> list[Measurement]:
     """Pair the i-th task-file row of a model with the i-th row of its model file, checked."""
     if len(own) != len(model_doc.configurations):
@@ -134,26 +144,23 @@ def _pair(
     for model_row, ((task_row, row), raw) in enumerate(
         zip(own, model_doc.configurations, strict=True)
     ):
+        shape: type[ModelFileConfiguration | DiffusionModelFileConfiguration] = (
+            ModelFileConfiguration
+            if isinstance(row, LlmTaskRow)
+            else DiffusionModelFileConfiguration
+        )
         detail = validate(
-            ModelFileConfiguration,
-            raw,
-            model_path,
-            row=model_row,
-            prefix=f"configurations[{model_row}].",
+            shape, raw, model_path, row=model_row, prefix=f"configurations[{model_row}]."
         )
-        flat = {**(detail.model_extra or {}), **{k: getattr(detail, k) for k in _SHARED}}
-        parallel = detail.parallelization
-        flat.update(
-            tensor_parallel=parallel.tensor_parallel,
-            data_parallel=parallel.data_parallel,
-            expert_parallel=parallel.expert_parallel,
-        )
+        # Everything the model file says of the row, flattened as the task file writes it.
+        flat = {k: v for k, v in raw.items() if k not in _NESTED}
+        flat.update((k, v) for k, v in raw["parallelization"].items() if k != "notes")
         for key, value in flat.items():
-            if getattr(row, key, (row.model_extra or {}).get(key)) != value:
+            stated = getattr(row, key, (row.model_extra or {}).get(key))
+            if stated != value:
                 raise IngestError(
                     model_path,
-                    f"{value!r} disagrees with {task_path} row "
-                    f"{task_row} ({getattr(row, key, None)!r})",
+                    f"{value!r} disagrees with {task_path} row {task_row} ({stated!r})",
                     row=model_row,
                     field=key,
                 )

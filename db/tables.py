@@ -92,6 +92,8 @@ class TaskRow(Base):
     name: Mapped[name]
     display_name: Mapped[str] = mapped_column(Text)
     architecture: Mapped[str | None] = mapped_column(String(40))
+    # The task file's own `architecture` field, where it has one (the diffusion tasks do).
+    file_architecture: Mapped[str | None] = mapped_column(String(40))
 
     def __repr__(self) -> str:
         return f"TaskRow(id={self.id}, name={self.name!r})"
@@ -134,8 +136,10 @@ class ModelTaskRow(Base):
     model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
     task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
     file: Mapped[str] = mapped_column(Text)
-    length_bins: Mapped[json_value]
-    length_counts: Mapped[json_value]
+    length_bins: Mapped[list[float] | None] = mapped_column(JSON)
+    length_counts: Mapped[list[int] | None] = mapped_column(JSON)
+    # Top-level fields of the model file other than model_id, task, histogram and rows.
+    fields: Mapped[dict[str, Any]] = mapped_column(JSON)
 
     def __repr__(self) -> str:
         return f"ModelTaskRow(model_id={self.model_id}, task_id={self.task_id})"
@@ -196,3 +200,41 @@ class ConfigurationRow(Base):
 
     def __repr__(self) -> str:
         return f"ConfigurationRow(id={self.id}, gpu={self.gpu!r}, max_num_seqs={self.max_num_seqs})"
+
+
+class DiffusionConfigurationRow(Base):
+    """One measured configuration of a diffusion task (text-to-image or text-to-video)."""
+
+    __tablename__ = "diffusion_configurations"
+    __table_args__ = (
+        Index(
+            "ix_diffusion_configurations_release_task_model", "release_id", "task_id", "model_id"
+        ),
+    )
+
+    id: Mapped[intpk]
+    release_id: Mapped[release_fk]
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    gpu: Mapped[str] = mapped_column(ForeignKey("gpus.name"))
+    task_row: Mapped[int]
+    model_row: Mapped[int]
+    # "image" or "video": which upstream names the output columns below stand for.
+    output: Mapped[str] = mapped_column(String(10))
+    num_gpus: Mapped[int]
+    batch_size: Mapped[int]
+    inference_steps: Mapped[int]
+    ulysses_degree: Mapped[int]
+    ring_degree: Mapped[int]
+    height: Mapped[int]
+    width: Mapped[int]
+    fps: Mapped[int | None]
+    num_frames: Mapped[int | None]
+    avg_power_watts: Mapped[float]
+    batch_latency_s: Mapped[float]
+    energy_per_output_joules: Mapped[float]
+    throughput_outputs_per_sec: Mapped[float]
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+    def __repr__(self) -> str:
+        return f"DiffusionConfigurationRow(id={self.id}, gpu={self.gpu!r}, output={self.output!r})"

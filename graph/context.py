@@ -14,6 +14,7 @@ from strawberry.dataloader import DataLoader
 from db import reads
 from db.tables import (
     ConfigurationRow,
+    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -56,6 +57,7 @@ class Context:
     def __post_init__(self) -> None:
         self.models = DataLoader(self._load_models)
         self.configurations = DataLoader(self._load_configurations)
+        self.diffusion_configurations = DataLoader(self._load_diffusion_configurations)
         self.gpus = DataLoader(self._load_gpus)
         self.model_tasks = DataLoader(self._load_model_tasks)
         self.sources = DataLoader(self._load_sources)
@@ -65,10 +67,21 @@ class Context:
         return [found[i] for i in ids]
 
     async def _load_configurations(self, model_ids: list[int]) -> list[list[ConfigurationRow]]:
+        return await self._by_model(ConfigurationRow, model_ids)
+
+    async def _load_diffusion_configurations(
+        self, model_ids: list[int]
+    ) -> list[list[DiffusionConfigurationRow]]:
+        return await self._by_model(DiffusionConfigurationRow, model_ids)
+
+    async def _by_model(self, table: reads.Table, model_ids: list[int]) -> list[list[Any]]:
         rows = await self.read(
-            reads.configurations_of_models, release_id=await self.release_id(), model_ids=model_ids
+            reads.configurations_of_models,
+            release_id=await self.release_id(),
+            model_ids=model_ids,
+            table=table,
         )
-        by_model: dict[int, list[ConfigurationRow]] = defaultdict(list)
+        by_model: dict[int, list[Any]] = defaultdict(list)
         for row in rows:
             by_model[row.model_id].append(row)
         return [by_model[i] for i in model_ids]

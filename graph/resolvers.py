@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
-from typing import cast
+from typing import Any, cast
 
 import strawberry
 
 from db import reads
 from db.reads import ConfigurationFilter
+from db.tables import ConfigurationRow, DiffusionConfigurationRow
 from graph import cursor
 from graph.context import Context
 from graph.errors import BadInput
-from graph.types.configuration import (
-    Configuration,
-    ConfigurationConnection,
-    ConfigurationEdge,
-    PageInfo,
-)
+from graph.types.configuration import Configuration, Connection, Edge, PageInfo
+from graph.types.diffusion import diffusion_from_row
 from graph.types.gpu import Gpu
 from graph.types.model import Model
 from graph.types.source import LeadGreenIndex, Source
 from graph.types.task import Task
 
-# One member per orderable column, so the enum cannot drift from what db.reads accepts.
+# One member per orderable column, so the enums cannot drift from what db.reads accepts.
 ConfigurationField: type[Enum] = strawberry.enum(  # type: ignore[call-overload]
     Enum("ConfigurationField", {name.upper(): name for name in ("id", *reads.ORDERABLE)}),
     description="A configuration field to order by (each named as the field of the same name).",
+)
+DiffusionConfigurationField: type[Enum] = strawberry.enum(  # type: ignore[call-overload]
+    Enum(
+        "DiffusionConfigurationField",
+        {name.upper(): name for name in ("id", *reads.DIFFUSION_ORDERABLE)},
+    ),
+    description="A diffusion configuration field to order by. HEIGHT and WIDTH are the image's "
+    "or video's; ENERGY_PER_OUTPUT_JOULES is energyPerImageJoules or energyPerVideoJoules; "
+    "THROUGHPUT_OUTPUTS_PER_SEC is throughputImagesPerSec or throughputVideosPerSec.",
 )
 
 
@@ -39,6 +46,12 @@ class Direction(Enum):
 @strawberry.input(description="How to order configurations; ties are broken by id.")
 class ConfigurationOrder:
     field: ConfigurationField = strawberry.field(description="Field to order by.")  # type: ignore[valid-type]
+    direction: Direction = strawberry.field(default=Direction.ASC, description="Direction.")
+
+
+@strawberry.input(description="How to order diffusion configurations; ties are broken by id.")
+class DiffusionConfigurationOrder:
+    field: DiffusionConfigurationField = strawberry.field(description="Field to order by.")  # type: ignore[valid-type]
     direction: Direction = strawberry.field(default=Direction.ASC, description="Direction.")
 
 
@@ -59,6 +72,19 @@ class ConfigurationFilterInput:
     )
     max_median_itl_ms: float | None = strawberry.field(
         default=None, description="Largest median inter-token latency, in ms (inclusive)."
+    )
+
+
+@strawberry.input(
+    description="Which diffusion configurations to return; every condition given must hold."
+)
+class DiffusionConfigurationFilterInput:
+    model: str | None = strawberry.field(default=None, description="Model slug.")
+    model_id: str | None = strawberry.field(default=None, description="Hugging Face model id.")
+    gpu: str | None = strawberry.field(default=None, description="GPU type, e.g. `B200`.")
+    num_gpus: int | None = strawberry.field(default=None, description="Number of GPUs.")
+    task: str | None = strawberry.field(
+        default=None, description="`text-to-image` or `text-to-video`."
     )
 
 
@@ -104,13 +130,16 @@ async def tasks(context: Context) -> list[Task]:
 
 
 async def _filter(
-    context: Context, given: ConfigurationFilterInput | None, release_id: int
+    context: Context,
+    given: ConfigurationFilterInput | DiffusionConfigurationFilterInput | None,
+    release_id: int,
 ) -> ConfigurationFilter | None:
     """The db filter for `given`, or None when it names a model that does not exist."""
     if given is None:
         return ConfigurationFilter()
-    if given.max_median_itl_ms is not None and not given.max_median_itl_ms >= 0:
-        raise BadInput(f"maxMedianItlMs must be a number >= 0, got {given.max_median_itl_ms}")
+    max_itl = getattr(given, "max_median_itl_ms", None)
+    if max_itl is not None and not max_itl >= 0:
+        raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_itl}")
     model_ids = None
     if given.model is not None or given.model_id is not None:
         row = await context.read(
@@ -123,56 +152,55 @@ async def _filter(
         model_ids=model_ids,
         gpu=given.gpu,
         num_gpus=given.num_gpus,
-        min_max_num_seqs=given.max_num_seqs_at_least,
-        max_max_num_seqs=given.max_num_seqs_at_most,
+        min_max_num_seqs=getattr(given, "max_num_seqs_at_least", None),
+        max_max_num_seqs=getattr(given, "max_num_seqs_at_most", None),
         task=given.task,
-        max_median_itl_ms=given.max_median_itl_ms,
+        max_median_itl_ms=max_itl,
     )
 
 
 async def configurations(
     context: Context,
-    filter: ConfigurationFilterInput | None,
-    order_by: ConfigurationOrder | None,
+    filter: ConfigurationFilterInput | DiffusionConfigurationFilterInput | None,
+    order_by: ConfigurationOrder | DiffusionConfigurationOrder | None,
     first: int | None,
     after: str | None,
-) -> ConfigurationConnection:
+    *,
+    diffusion: bool = False,
+) -> Connection[Any]:
     settings = context.settings
     first = settings.default_page_size if first is None else first
     if not 0 <= first <= settings.max_page_size:
         raise BadInput(f"`first` must be between 0 and {settings.max_page_size}, got {first}")
     field = str(cast(Enum, order_by.field).value) if order_by else "id"
     descending = order_by is not None and order_by.direction is Direction.DESC
+    table: reads.Table = DiffusionConfigurationRow if diffusion else ConfigurationRow
+    convert: Callable[[Any], Any] = diffusion_from_row if diffusion else Configuration.from_row
     release_id = await context.release_id()
     where = await _filter(context, filter, release_id)
     if where is None:
-        return ConfigurationConnection(
-            edges=[],
-            page_info=PageInfo(has_next_page=False, end_cursor=None),
+        where, rows = ConfigurationFilter(model_ids=[]), []
+    else:
+        rows = await context.read(
+            reads.configurations,
             release_id=release_id,
-            where=ConfigurationFilter(model_ids=[]),
+            table=table,
+            where=where,
+            order_by=field,
+            descending=descending,
+            after=cursor.decode(after, field) if after else None,
+            first=first,
         )
-    rows = await context.read(
-        reads.configurations,
-        release_id=release_id,
-        where=where,
-        order_by=field,
-        descending=descending,
-        after=cursor.decode(after, field) if after else None,
-        first=first,
-    )
     edges = [
-        ConfigurationEdge(
-            cursor=cursor.encode(field, getattr(row, field), row.id),
-            node=Configuration.from_row(row),
-        )
+        Edge(cursor=cursor.encode(field, getattr(row, field), row.id), node=convert(row))
         for row in rows[:first]
     ]
-    return ConfigurationConnection(
+    return Connection(
         edges=edges,
         page_info=PageInfo(
             has_next_page=len(rows) > first, end_cursor=edges[-1].cursor if edges else None
         ),
+        table=table,
         release_id=release_id,
         where=where,
     )

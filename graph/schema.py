@@ -8,10 +8,18 @@ import strawberry
 from strawberry.extensions import ParserCache, ValidationCache
 
 from graph import resolvers
+from graph.answers.ranking import RankingQuery
+from graph.answers.statistics import StatisticsQuery
 from graph.context import Context
 from graph.errors import CodedErrors
-from graph.resolvers import ConfigurationFilterInput, ConfigurationOrder
-from graph.types.configuration import ConfigurationConnection
+from graph.resolvers import (
+    ConfigurationFilterInput,
+    ConfigurationOrder,
+    DiffusionConfigurationFilterInput,
+    DiffusionConfigurationOrder,
+)
+from graph.types.configuration import Configuration, Connection
+from graph.types.diffusion import DiffusionConfiguration, ImageConfiguration, VideoConfiguration
 from graph.types.gpu import Gpu
 from graph.types.model import Model
 from graph.types.source import LeadGreenIndex, Source
@@ -24,7 +32,7 @@ Info = strawberry.Info[Context, None]
     description="Measured energy of LLM inference (ML.ENERGY Leaderboard v3.0), "
     "with its provenance. Answers come from the latest ingested release."
 )
-class Query:
+class Query(RankingQuery, StatisticsQuery):
     @strawberry.field(description="Provenance and licence evidence of the current data.")
     async def source(self, info: Info) -> Source:
         return await resolvers.current_source(info.context)
@@ -88,13 +96,47 @@ class Query:
                 description="Return the configurations after this cursor (`endCursor`)."
             ),
         ] = None,
-    ) -> ConfigurationConnection:
+    ) -> Connection[Configuration]:
         return await resolvers.configurations(info.context, filter, order_by, first, after)
+
+    @strawberry.field(
+        description="Diffusion configurations (text-to-image, text-to-video) matching a filter, "
+        "ordered and paginated with cursors."
+    )
+    async def diffusion_configurations(
+        self,
+        info: Info,
+        filter: Annotated[
+            DiffusionConfigurationFilterInput | None,
+            strawberry.argument(description="Conditions every configuration returned meets."),
+        ] = None,
+        order_by: Annotated[
+            DiffusionConfigurationOrder | None,
+            strawberry.argument(description="Ordering; by id (upstream order) when not given."),
+        ] = None,
+        first: Annotated[
+            int | None,
+            strawberry.argument(
+                description="Page size; the server's default when not given, at most its "
+                "maximum (see the README's settings)."
+            ),
+        ] = None,
+        after: Annotated[
+            str | None,
+            strawberry.argument(
+                description="Return the configurations after this cursor (`endCursor`)."
+            ),
+        ] = None,
+    ) -> Connection[DiffusionConfiguration]:
+        return await resolvers.configurations(
+            info.context, filter, order_by, first, after, diffusion=True
+        )
 
 
 def build_schema() -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
+        types=[ImageConfiguration, VideoConfiguration],
         extensions=[
             CodedErrors,
             lambda: ParserCache(maxsize=256),

@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,7 @@ def _admin(statement: str) -> None:
             await conn.execute(text(statement))
         await admin.dispose()
 
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, run()).result()
+    _in_thread(run())
 
 
 @pytest.fixture(scope="session")
@@ -114,11 +113,48 @@ async def synthetic_db(engine: AsyncEngine, synthetic_dir: Path) -> AsyncEngine:
     return engine
 
 
-@pytest.fixture
-async def real_db(engine: AsyncEngine) -> AsyncEngine:
-    """The 2026-02-16 snapshot with the seed manifest, as a user would ingest it."""
+def _in_thread(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def _ingest_real(url: str) -> None:
+    engine = create_engine(url)
+    await create_tables(engine)
     await ingest_dir(engine, SNAPSHOT, SEED)
-    return engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def real_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[str]:
+    """A database holding the 2026-02-16 snapshot with the seed manifest, ingested once per run.
+
+    Tests that use it only read; a test that writes takes a fresh `database_url` instead.
+    """
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('real') / 'real.db'}"
+        _in_thread(_ingest_real(url))
+        yield url
+        return
+    name = f"leadgreen_real_{uuid.uuid4().hex[:8]}"
+    _admin(f"CREATE DATABASE {name}")
+    url = make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    _in_thread(_ingest_real(url))
+    yield url
+    _admin(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.fixture
+async def real_db(real_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(real_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+def real_settings(real_url: str) -> Settings:
+    return Settings(database_url=real_url, manifest=None)
 
 
 Execute = Callable[..., Awaitable[dict[str, Any]]]
@@ -149,15 +185,27 @@ def execute_synthetic(synthetic_db: AsyncEngine, settings: Settings) -> Execute:
 
 
 @pytest.fixture
-def execute_real(real_db: AsyncEngine, settings: Settings) -> Execute:
-    return make_execute(real_db, settings)
+def execute_real(real_db: AsyncEngine, real_settings: Settings) -> Execute:
+    return make_execute(real_db, real_settings)
 
 
-@pytest.fixture
-async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """HTTP through the ASGI app, against whatever the test put in the database."""
+async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app):
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield client
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """HTTP through the ASGI app, against whatever the test put in the database."""
+    async for client in _client(settings):
+        yield client
+
+
+@pytest.fixture
+async def real_client(real_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """HTTP through the ASGI app, against the real data."""
+    async for client in _client(real_settings):
+        yield client

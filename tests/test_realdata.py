@@ -489,8 +489,8 @@ async def test_ordering_pages_through_everything(execute_real, field: str, direc
 
 
 @pytest.mark.parametrize("slug", [SLUG_BY_MODEL_ID[REPEATED_MODEL]])
-async def test_model_page_over_http(real_db, client, execute_real, slug: str) -> None:
-    response = await client.post(
+async def test_model_page_over_http(real_client, execute_real, slug: str) -> None:
+    response = await real_client.post(
         "/graphql", json={"query": MODEL_PAGE, "variables": {"slug": slug}}
     )
     assert response.status_code == 200
@@ -503,13 +503,13 @@ async def test_model_page_over_http(real_db, client, execute_real, slug: str) ->
     ]
 
 
-async def test_default_model_page_over_http(real_db, client, execute_real) -> None:
+async def test_default_model_page_over_http(real_client, execute_real) -> None:
     """Without variables the model page shows its default model, as GraphiQL's first tab does."""
     default = re.search(r'\$slug: String! = "([^"]+)"', MODEL_PAGE)
     assert default is not None
     slug = default.group(1)
     assert slug in ENTRY_BY_SLUG
-    response = await client.post("/graphql", json={"query": MODEL_PAGE})
+    response = await real_client.post("/graphql", json={"query": MODEL_PAGE})
     assert response.status_code == 200
     body = response.json()
     assert "errors" not in body

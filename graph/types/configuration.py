@@ -1,14 +1,14 @@
-"""The Configuration type: one measured serving configuration, and its paginated connection."""
+"""Configuration types: what all share, the LLM row shape, and the paginated connection."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Generic, TypeVar
 
 import strawberry
 
 from analysis.power import fraction_of_tdp, per_gpu_watts
 from db import reads
-from db.reads import ConfigurationFilter
+from db.reads import AnyConfigurationRow, ConfigurationFilter, Table
 from db.snapshot import model_file_name
 from db.tables import ConfigurationRow
 from graph.context import Context
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from graph.types.source import Source
 
 Info = strawberry.Info[Context, None]
+T = TypeVar("T")
 
 
 @strawberry.type(description="Where a configuration's figures stand in the upstream files.")
@@ -38,75 +39,19 @@ class UpstreamRow:
     )
 
 
-@strawberry.type(
-    description="One measured serving configuration of a model on a task: a row of "
-    "the upstream task file, with its parallelism and output-length histogram from "
-    "the per-model file. Energies in joules, power in watts, latency in ms."
+@strawberry.interface(
+    description="What every measured configuration has, whatever its task: its GPUs, its "
+    "measured power, and links to its model, GPU, task, source and upstream row."
 )
-class Configuration:
+class ServingConfiguration:
     id: strawberry.ID = strawberry.field(
         description="Identifier of this row in this LeadGreen release."
     )
     gpu_model: str = strawberry.field(description=d.GPU_MODEL)
     num_gpus: int = strawberry.field(description=d.NUM_GPUS)
-    max_num_seqs: int = strawberry.field(description=d.MAX_NUM_SEQS)
-    tensor_parallel: int = strawberry.field(
-        description="Setting: tensor-parallel degree. Upstream `tensor_parallel`."
-    )
-    data_parallel: int = strawberry.field(
-        description="Setting: data-parallel degree. Upstream `data_parallel`."
-    )
-    expert_parallel: int = strawberry.field(
-        description="Setting: expert-parallel degree (1 for dense models). Upstream "
-        "`expert_parallel`."
-    )
-    parallel_notes: str = strawberry.field(
-        description="Upstream `parallelization.notes`, e.g. how DP and EP are combined; "
-        "often empty."
-    )
-    avg_batch_size: float = strawberry.field(description=d.AVG_BATCH)
-    avg_output_len: float = strawberry.field(description=d.AVG_OUTPUT_LEN)
     avg_power_watts: float = strawberry.field(description=d.AVG_POWER)
-    energy_per_request_joules: float = strawberry.field(description=d.ENERGY_PER_REQUEST)
-    energy_per_token_joules: float = strawberry.field(description=d.ENERGY_PER_TOKEN)
-    median_itl_ms: float = strawberry.field(description=d.MEDIAN_ITL)
-    p90_itl_ms: float = strawberry.field(description=d.P90_ITL)
-    p95_itl_ms: float = strawberry.field(description=d.P95_ITL)
-    p99_itl_ms: float = strawberry.field(description=d.P99_ITL)
-    output_throughput_tokens_per_sec: float = strawberry.field(description=d.THROUGHPUT)
-    output_length_distribution: OutputLengthDistribution = strawberry.field(
-        description="Measured: output lengths of this configuration's requests, as a histogram."
-    )
     power_per_gpu_watts: float = strawberry.field(description=d.PER_GPU_POWER)
-    row: strawberry.Private[ConfigurationRow]
-
-    @classmethod
-    def from_row(cls, row: ConfigurationRow) -> Configuration:
-        return cls(
-            id=strawberry.ID(str(row.id)),
-            gpu_model=row.gpu,
-            num_gpus=row.num_gpus,
-            max_num_seqs=row.max_num_seqs,
-            tensor_parallel=row.tensor_parallel,
-            data_parallel=row.data_parallel,
-            expert_parallel=row.expert_parallel,
-            parallel_notes=row.parallel_notes,
-            avg_batch_size=row.avg_batch_size,
-            avg_output_len=row.avg_output_len,
-            avg_power_watts=row.avg_power_watts,
-            energy_per_request_joules=row.energy_per_request_joules,
-            energy_per_token_joules=row.energy_per_token_joules,
-            median_itl_ms=row.median_itl_ms,
-            p90_itl_ms=row.p90_itl_ms,
-            p95_itl_ms=row.p95_itl_ms,
-            p99_itl_ms=row.p99_itl_ms,
-            output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
-            output_length_distribution=OutputLengthDistribution(
-                bins=row.length_bins, counts=row.length_counts
-            ),
-            power_per_gpu_watts=per_gpu_watts(row),
-            row=row,
-        )
+    row: strawberry.Private[AnyConfigurationRow]
 
     @strawberry.field(description=d.FRACTION_OF_TDP)
     async def fraction_of_tdp(self, info: Info) -> float | None:
@@ -152,6 +97,70 @@ class Configuration:
         )
 
 
+@strawberry.type(
+    description="One measured serving configuration of an LLM or MLLM task (lm-arena-chat, "
+    "gpqa, sourcegraph-fim, image-chat, video-chat): a row of the upstream task file, with its "
+    "parallelism and output-length histogram from the per-model file. Energies in joules, "
+    "power in watts, latency in ms."
+)
+class Configuration(ServingConfiguration):
+    max_num_seqs: int = strawberry.field(description=d.MAX_NUM_SEQS)
+    tensor_parallel: int = strawberry.field(
+        description="Setting: tensor-parallel degree. Upstream `tensor_parallel`."
+    )
+    data_parallel: int = strawberry.field(
+        description="Setting: data-parallel degree. Upstream `data_parallel`."
+    )
+    expert_parallel: int = strawberry.field(
+        description="Setting: expert-parallel degree (1 for dense models). Upstream "
+        "`expert_parallel`."
+    )
+    parallel_notes: str = strawberry.field(
+        description="Upstream `parallelization.notes`, e.g. how DP and EP are combined; "
+        "often empty."
+    )
+    avg_batch_size: float = strawberry.field(description=d.AVG_BATCH)
+    avg_output_len: float = strawberry.field(description=d.AVG_OUTPUT_LEN)
+    energy_per_request_joules: float = strawberry.field(description=d.ENERGY_PER_REQUEST)
+    energy_per_token_joules: float = strawberry.field(description=d.ENERGY_PER_TOKEN)
+    median_itl_ms: float = strawberry.field(description=d.MEDIAN_ITL)
+    p90_itl_ms: float = strawberry.field(description=d.P90_ITL)
+    p95_itl_ms: float = strawberry.field(description=d.P95_ITL)
+    p99_itl_ms: float = strawberry.field(description=d.P99_ITL)
+    output_throughput_tokens_per_sec: float = strawberry.field(description=d.THROUGHPUT)
+    output_length_distribution: OutputLengthDistribution = strawberry.field(
+        description="Measured: output lengths of this configuration's requests, as a histogram."
+    )
+
+    @classmethod
+    def from_row(cls, row: ConfigurationRow) -> Configuration:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            gpu_model=row.gpu,
+            num_gpus=row.num_gpus,
+            max_num_seqs=row.max_num_seqs,
+            tensor_parallel=row.tensor_parallel,
+            data_parallel=row.data_parallel,
+            expert_parallel=row.expert_parallel,
+            parallel_notes=row.parallel_notes,
+            avg_batch_size=row.avg_batch_size,
+            avg_output_len=row.avg_output_len,
+            avg_power_watts=row.avg_power_watts,
+            energy_per_request_joules=row.energy_per_request_joules,
+            energy_per_token_joules=row.energy_per_token_joules,
+            median_itl_ms=row.median_itl_ms,
+            p90_itl_ms=row.p90_itl_ms,
+            p95_itl_ms=row.p95_itl_ms,
+            p99_itl_ms=row.p99_itl_ms,
+            output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
+            output_length_distribution=OutputLengthDistribution(
+                bins=row.length_bins, counts=row.length_counts
+            ),
+            power_per_gpu_watts=per_gpu_watts(row),
+            row=row,
+        )
+
+
 @strawberry.type(description="Information to fetch the next page.")
 class PageInfo:
     has_next_page: bool = strawberry.field(description="Whether more configurations follow.")
@@ -161,24 +170,28 @@ class PageInfo:
 
 
 @strawberry.type(description="A configuration and its cursor.")
-class ConfigurationEdge:
+class Edge(Generic[T]):
     cursor: str = strawberry.field(description="Opaque position of this configuration.")
-    node: Configuration = strawberry.field(description="The configuration.")
+    node: T = strawberry.field(description="The configuration.")
 
 
 @strawberry.type(description="A page of configurations.")
-class ConfigurationConnection:
-    edges: list[ConfigurationEdge] = strawberry.field(description="The page, with cursors.")
+class Connection(Generic[T]):
+    edges: list[Edge[T]] = strawberry.field(description="The page, with cursors.")
     page_info: PageInfo = strawberry.field(description="Where this page ends.")
+    table: strawberry.Private[Table]
     release_id: strawberry.Private[int]
     where: strawberry.Private[ConfigurationFilter]
 
     @strawberry.field(description="Number of configurations matching the filter, over all pages.")
     async def total_count(self, info: Info) -> int:
         return await info.context.read(
-            reads.count_configurations, release_id=self.release_id, where=self.where
+            reads.count_configurations,
+            release_id=self.release_id,
+            table=self.table,
+            where=self.where,
         )
 
     @strawberry.field(description="The page's configurations, without cursors.")
-    def nodes(self) -> list[Configuration]:
+    def nodes(self) -> list[T]:
         return [edge.node for edge in self.edges]

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import strawberry
 
 from analysis.curves import concurrency_curves
-from analysis.power import power_by_gpu
-from db.tables import ConfigurationRow, ModelRow
+from analysis.power import Powered, power_by_gpu
+from db.tables import ConfigurationRow, DiffusionConfigurationRow, ModelRow, TaskRow
 from graph.context import Context
 from graph.errors import BadInput
 from graph.types import common as d
 from graph.types.common import OutputLengthDistribution, Spread
 from graph.types.configuration import Configuration
+from graph.types.diffusion import DiffusionConfiguration, diffusion_from_row
 from graph.types.gpu import Gpu
 
 Info = strawberry.Info[Context, None]
+
+
+DEFAULT_TASK = "lm-arena-chat"
+TaskArgument = Annotated[
+    str | None,
+    strawberry.argument(
+        description="Only this task; by default lm-arena-chat (the workload of the LeadGreen v1 "
+        "index); null for every task the model was measured on."
+    ),
+]
+R = TypeVar("R", ConfigurationRow, DiffusionConfigurationRow)
+
+
+def _of_task(rows: list[R], task: str | None, tasks: dict[int, TaskRow]) -> list[R]:
+    return rows if task is None else [r for r in rows if tasks[r.task_id].name == task]
 
 
 @strawberry.type(
@@ -92,8 +108,9 @@ class GpuPower:
 class ModelTask:
     task: str = strawberry.field(description="Task identifier.")
     file: str = strawberry.field(description="Upstream per-model file, relative to the data root.")
-    output_length_distribution: OutputLengthDistribution = strawberry.field(
-        description="Measured: output lengths over all of the model's runs on the task."
+    output_length_distribution: OutputLengthDistribution | None = strawberry.field(
+        description="Measured: output lengths over all of the model's runs on the task; null "
+        "for diffusion tasks, whose outputs are images or videos."
     )
 
 
@@ -153,13 +170,22 @@ class Model:
         )
 
     async def _rows(self, info: Info, task: str | None) -> list[ConfigurationRow]:
-        rows = await info.context.configurations.load(self.row.id)
-        if task is None:
-            return rows
-        tasks = await info.context.tasks()
-        return [r for r in rows if tasks[r.task_id].name == task]
+        return _of_task(
+            await info.context.configurations.load(self.row.id), task, await info.context.tasks()
+        )
 
-    @strawberry.field(description="The model's measured configurations, in upstream order.")
+    async def _diffusion_rows(
+        self, info: Info, task: str | None
+    ) -> list[DiffusionConfigurationRow]:
+        return _of_task(
+            await info.context.diffusion_configurations.load(self.row.id),
+            task,
+            await info.context.tasks(),
+        )
+
+    @strawberry.field(
+        description="The model's measured configurations on an LLM or MLLM task, in upstream order."
+    )
     async def configurations(
         self,
         info: Info,
@@ -173,7 +199,7 @@ class Model:
                 description="Only configurations whose median ITL is at most this, in ms."
             ),
         ] = None,
-        task: Annotated[str | None, strawberry.argument(description="Only this task.")] = None,
+        task: TaskArgument = DEFAULT_TASK,
     ) -> list[Configuration]:
         if max_median_itl_ms is not None and not max_median_itl_ms >= 0:
             raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_median_itl_ms}")
@@ -192,7 +218,7 @@ class Model:
     async def curves(
         self,
         info: Info,
-        task: Annotated[str | None, strawberry.argument(description="Only this task.")] = None,
+        task: TaskArgument = DEFAULT_TASK,
     ) -> list[CurveSeries]:
         rows = await self._rows(info, task)
         tasks = await info.context.tasks()
@@ -219,9 +245,12 @@ class Model:
     async def power(
         self,
         info: Info,
-        task: Annotated[str | None, strawberry.argument(description="Only this task.")] = None,
+        task: TaskArgument = DEFAULT_TASK,
     ) -> list[GpuPower]:
-        rows = await self._rows(info, task)
+        rows: list[Powered] = [
+            *await self._rows(info, task),
+            *await self._diffusion_rows(info, task),
+        ]
         gpus = {name: await info.context.gpus.load(name) for name in {r.gpu for r in rows}}
         tdp = {name: gpu.tdp_watts if gpu else None for name, gpu in gpus.items()}
         return [
@@ -237,6 +266,27 @@ class Model:
         ]
 
     @strawberry.field(
+        description="The model's measured configurations on a diffusion task (text-to-image or "
+        "text-to-video), in upstream order."
+    )
+    async def diffusion_configurations(
+        self,
+        info: Info,
+        gpu: Annotated[str | None, strawberry.argument(description="Only this GPU type.")] = None,
+        num_gpus: Annotated[
+            int | None, strawberry.argument(description="Only this many GPUs.")
+        ] = None,
+        task: Annotated[
+            str | None, strawberry.argument(description="Only this task; null for both.")
+        ] = None,
+    ) -> list[DiffusionConfiguration]:
+        return [
+            diffusion_from_row(r)
+            for r in await self._diffusion_rows(info, task)
+            if (gpu is None or r.gpu == gpu) and (num_gpus is None or r.num_gpus == num_gpus)
+        ]
+
+    @strawberry.field(
         description="The tasks the model was measured on, each with its output-length histogram."
     )
     async def tasks(self, info: Info) -> list[ModelTask]:
@@ -247,7 +297,9 @@ class Model:
                 file=row.file,
                 output_length_distribution=OutputLengthDistribution(
                     bins=row.length_bins, counts=row.length_counts
-                ),
+                )
+                if row.length_bins is not None and row.length_counts is not None
+                else None,
             )
             for row in await info.context.model_tasks.load(self.row.id)
         ]

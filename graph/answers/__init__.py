@@ -1,0 +1,1 @@
+"""Root fields that answer questions (rankings, frontiers, fits, statistics), not only rows."""

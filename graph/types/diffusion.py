@@ -1,0 +1,96 @@
+"""Diffusion configuration types: text-to-image and text-to-video rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+
+from analysis.power import per_gpu_watts
+from db.tables import DiffusionConfigurationRow
+from graph.types.configuration import ServingConfiguration
+
+BATCH_LATENCY = "Measured: time to generate one batch, in seconds. Upstream `batch_latency_s`."
+
+
+@strawberry.interface(
+    description="A measured configuration of a diffusion task: a batch of images or videos "
+    "generated with a number of denoising steps on one or more GPUs (Ulysses and ring "
+    "sequence parallelism)."
+)
+class DiffusionConfiguration(ServingConfiguration):
+    batch_size: int = strawberry.field(
+        description="Setting: outputs generated per batch. Upstream `batch_size`."
+    )
+    batch_latency_s: float = strawberry.field(description=BATCH_LATENCY)
+    inference_steps: int = strawberry.field(
+        description="Setting: denoising steps per output. Upstream `inference_steps`."
+    )
+    ulysses_degree: int = strawberry.field(
+        description="Setting: Ulysses sequence-parallel degree. Upstream `ulysses_degree`."
+    )
+    ring_degree: int = strawberry.field(
+        description="Setting: ring-attention parallel degree. Upstream `ring_degree`."
+    )
+
+
+@strawberry.type(description="A measured text-to-image configuration. Energy in joules.")
+class ImageConfiguration(DiffusionConfiguration):
+    energy_per_image_joules: float = strawberry.field(
+        description="Measured: GPU energy per generated image, in joules (all GPUs together). "
+        "Upstream `energy_per_image_joules`."
+    )
+    throughput_images_per_sec: float = strawberry.field(
+        description="Measured: images generated per second. Upstream `throughput_images_per_sec`."
+    )
+    image_height: int = strawberry.field(description="Setting: image height, in pixels.")
+    image_width: int = strawberry.field(description="Setting: image width, in pixels.")
+
+
+@strawberry.type(description="A measured text-to-video configuration. Energy in joules.")
+class VideoConfiguration(DiffusionConfiguration):
+    energy_per_video_joules: float = strawberry.field(
+        description="Measured: GPU energy per generated video, in joules (all GPUs together). "
+        "Upstream `energy_per_video_joules`."
+    )
+    throughput_videos_per_sec: float = strawberry.field(
+        description="Measured: videos generated per second. Upstream `throughput_videos_per_sec`."
+    )
+    video_height: int = strawberry.field(description="Setting: video height, in pixels.")
+    video_width: int = strawberry.field(description="Setting: video width, in pixels.")
+    fps: int = strawberry.field(description="Setting: frames per second of the video.")
+    num_frames: int = strawberry.field(description="Setting: frames per video.")
+
+
+def diffusion_from_row(row: DiffusionConfigurationRow) -> DiffusionConfiguration:
+    common: dict[str, Any] = {
+        "id": strawberry.ID(str(row.id)),
+        "gpu_model": row.gpu,
+        "num_gpus": row.num_gpus,
+        "avg_power_watts": row.avg_power_watts,
+        "power_per_gpu_watts": per_gpu_watts(row),
+        "batch_size": row.batch_size,
+        "batch_latency_s": row.batch_latency_s,
+        "inference_steps": row.inference_steps,
+        "ulysses_degree": row.ulysses_degree,
+        "ring_degree": row.ring_degree,
+        "row": row,
+    }
+    if row.output == "video":
+        assert row.fps is not None and row.num_frames is not None
+        return VideoConfiguration(
+            **common,
+            energy_per_video_joules=row.energy_per_output_joules,
+            throughput_videos_per_sec=row.throughput_outputs_per_sec,
+            video_height=row.height,
+            video_width=row.width,
+            fps=row.fps,
+            num_frames=row.num_frames,
+        )
+    return ImageConfiguration(
+        **common,
+        energy_per_image_joules=row.energy_per_output_joules,
+        throughput_images_per_sec=row.throughput_outputs_per_sec,
+        image_height=row.height,
+        image_width=row.width,
+    )
