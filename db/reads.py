@@ -203,3 +203,15 @@ async def count_configurations(
         .where(table.release_id == release_id, *where.clauses(table))
     )
     return int(await session.scalar(query) or 0)
+
+
+async def all_configurations(
+    session: AsyncSession,
+    *,
+    release_id: int,
+    table: Table = ConfigurationRow,
+    where: ConfigurationFilter = ConfigurationFilter(),
+) -> list[Any]:
+    """Every configuration matching `where`, in upstream order (task, then file row)."""
+    query = _configurations_query(table, release_id, where)
+    return list(await session.scalars(query.order_by(table.task_id, table.task_row)))
