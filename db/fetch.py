@@ -40,7 +40,10 @@ def parse_json(path: str, raw: bytes) -> Any:
         raise IngestError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except json.JSONDecodeError as exc:
         raise IngestError(
-            path, f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            # json's own message may end in "at" ("Unterminated string starting at").
+            path,
+            f"malformed JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno} "
+            f"column {exc.colno}",
         ) from exc
 
 
@@ -87,6 +90,12 @@ class Fetcher:
         except ExceptionGroup as failed:
             raise failed.exceptions[0] from None
         return [task.result() for task in tasks]
+
+    def listing(self, folder: str) -> list[str] | None:
+        """The JSON files in `folder` of a directory source; None for a URL (no listing there)."""
+        if self.remote:
+            return None
+        return sorted(f"{folder}/{p.name}" for p in (Path(self.location) / folder).glob("*.json"))
 
     async def _get_local(self, path: str) -> bytes:
         file = Path(self.location) / path

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analysis import identities
 from db.documents import (
     DIFFUSION_COMMON,
     DIFFUSION_OUTPUTS,
@@ -29,6 +30,7 @@ from db.tables import (
     GpuRow,
     ModelRow,
     ModelTaskRow,
+    OrphanDocumentRow,
     ReleaseRow,
     SourceRow,
     TaskRow,
@@ -67,8 +69,12 @@ async def ingest(
     snapshot: Snapshot,
     manifest: Manifest | None = None,
     manifest_raw: bytes | None = None,
+    manifest_name: str = "manifest",
 ) -> IngestReport:
-    """Store `snapshot` as a new release, unless identical data is stored already."""
+    """Store `snapshot` as a new release, unless identical data is stored already.
+
+    `manifest_name` (the manifest's path) is what errors about the manifest name.
+    """
     digest = combined_digest(snapshot, manifest_raw)
     async with session.begin():
         existing = await session.scalar(select(ReleaseRow).where(ReleaseRow.digest == digest))
@@ -86,13 +92,22 @@ async def ingest(
             manifest_version=manifest.version if manifest else None,
             manifest_updated=manifest.updated if manifest else None,
             manifest_data_version=manifest.data_version if manifest else None,
+            index_tasks=snapshot.index.tasks,
+            index_architectures=snapshot.index.architectures,
+            index_fields=snapshot.index.model_extra or {},
+            checks=[asdict(v) for v in _identity_checks(snapshot)],
         )
         session.add(release)
         await session.flush()
         report.release_id = release.id
+        report.warnings += [_describe(v) for v in _identity_checks(snapshot)]
+        session.add_all(
+            OrphanDocumentRow(release_id=release.id, path=path, document=document)
+            for path, document in snapshot.orphans.items()
+        )
         session.add(_source_row(release.id, snapshot, manifest))
         await _ensure_gpus(session, snapshot, report)
-        models = await _add_models(session, release.id, snapshot, manifest)
+        models = await _add_models(session, release.id, snapshot, manifest, manifest_name)
         report.models = len(models)
         for task in snapshot.tasks:
             task_row = TaskRow(
@@ -110,7 +125,7 @@ async def ingest(
             )
             llm, diffusion = [], []
             for m in task.measurements:
-                ids = (release.id, task_row.id, models[m.row.model_id].id)
+                ids = (release.id, task_row.id, models[m.row.model_id])
                 if isinstance(m.row, LlmTaskRow):
                     llm.append(_llm_configuration(*ids, m))
                 else:
@@ -138,44 +153,62 @@ def _source_row(release_id: int, snapshot: Snapshot, manifest: Manifest | None) 
 async def _ensure_gpus(session: AsyncSession, snapshot: Snapshot, report: IngestReport) -> None:
     names = {m.row.gpu_model for task in snapshot.tasks for m in task.measurements}
     known = set(await session.scalars(select(GpuRow.name).where(GpuRow.name.in_(names))))
-    for name in sorted(names - known):
+    for name in sorted(names):
         facts = gpu_facts(name)
         if facts is None:
             report.warnings.append(
                 f"GPU {name!r} is not in the reference table: its facts "
                 "(full name, architecture, memory, TDP) are left empty"
             )
-        session.add(GpuRow(name=name, **(facts or {})))
+        if name not in known:
+            session.add(GpuRow(name=name, **(facts or {})))
     await session.flush()
 
 
 async def _add_models(
-    session: AsyncSession, release_id: int, snapshot: Snapshot, manifest: Manifest | None
+    session: AsyncSession,
+    release_id: int,
+    snapshot: Snapshot,
+    manifest: Manifest | None,
+    manifest_name: str,
 ) -> dict[str, ModelRow]:
-    measured = list(dict.fromkeys(m.row.model_id for t in snapshot.tasks for m in t.measurements))
+    measured = {m.row.model_id for t in snapshot.tasks for m in t.measurements}
     entries: dict[str, tuple[int, ManifestModel]] = {}
     for i, listed in enumerate(manifest.models if manifest else []):
         if listed.model_id not in measured:
             raise IngestError(
-                "manifest",
+                manifest_name,
                 f"model {listed.model_id!r} has no configuration in the ingested tasks",
                 row=i,
                 field=f"models[{i}].model_id",
             )
         entries[listed.model_id] = (i, listed)
-    models = {}
-    for model_id in measured:
-        facts = snapshot.index.models[model_id]
+    models: dict[str, ModelRow] = {}
+    slugs: dict[str, str] = {}
+    for model_id, facts in snapshot.index.models.items():
         position, entry = entries.get(model_id) or (None, None)
+        slug = entry.slug if entry else slugify(facts.nickname)
+        if slug in slugs:
+            raise IngestError(
+                manifest_name if entry else "index.json",
+                f"slug {slug!r} of {model_id!r} is taken by {slugs[slug]!r}",
+                row=position,
+                field=f"models[{position}].slug" if entry else f"models.{model_id}.nickname",
+            )
+        slugs[slug] = model_id
         models[model_id] = ModelRow(
             release_id=release_id,
             model_id=model_id,
-            slug=entry.slug if entry else slugify(facts.nickname),
+            slug=slug,
             name=entry.name if entry else facts.nickname,
             params_b=entry.params_b if entry else facts.total_params_billions,
             active_params_b=entry.active_params_b if entry else facts.activated_params_billions,
             architecture=facts.architecture,
             weight_precision=facts.weight_precision,
+            nickname=facts.nickname,
+            total_params_billions=facts.total_params_billions,
+            activated_params_billions=facts.activated_params_billions,
+            index_fields=facts.model_extra or {},
             gpus=entry.gpus if entry else None,
             url=entry.url if entry else None,
             page=entry.page if entry else None,
@@ -184,6 +217,35 @@ async def _add_models(
     session.add_all(models.values())
     await session.flush()
     return models
+
+
+# Model facts every task-file row repeats from index.json.
+_MODEL_FACTS = (
+    "nickname",
+    "total_params_billions",
+    "activated_params_billions",
+    "architecture",
+    "weight_precision",
+)
+
+
+def _identity_checks(snapshot: Snapshot) -> list[identities.Violations]:
+    return [
+        violation
+        for task in snapshot.tasks
+        if task.architecture != "diffusion"
+        for violation in identities.check(
+            f"tasks/{task.name}.json", [m.row.model_dump() for m in task.measurements]
+        )
+    ]
+
+
+def _describe(v: identities.Violations) -> str:
+    note = f" ({v.note})" if v.note else ""
+    return (
+        f"{v.file}: {len(v.rows)} of {v.checked} rows break {v.statement}, by up to "
+        f"{v.max_relative_difference:.3g} relative; first rows {v.rows[:5]}{note}"
+    )
 
 
 # Task-file fields stored as configuration columns under the same name.
@@ -218,25 +280,31 @@ def _model_task(model_id: int, task_id: int, path: str, doc: ModelFile) -> Model
     )
 
 
-def _common(release_id: int, task_id: int, model_id: int, m: Measurement) -> dict[str, Any]:
+def _common(release_id: int, task_id: int, model: ModelRow, m: Measurement) -> dict[str, Any]:
+    # A row that says other model facts than index.json keeps its own, so nothing is lost.
+    overrides = {
+        key: getattr(m.row, key)
+        for key in _MODEL_FACTS
+        if key in m.row.model_fields_set and getattr(m.row, key) != getattr(model, key)
+    }
     return {
         "release_id": release_id,
         "task_id": task_id,
-        "model_id": model_id,
+        "model_id": model.id,
         "gpu": m.row.gpu_model,
         "task_row": m.task_row,
         "model_row": m.model_row,
-        "extra": m.row.model_extra or None,
+        "extra": {**(m.row.model_extra or {}), **overrides} or None,
     }
 
 
 def _llm_configuration(
-    release_id: int, task_id: int, model_id: int, m: Measurement
+    release_id: int, task_id: int, model: ModelRow, m: Measurement
 ) -> dict[str, Any]:
     assert isinstance(m.detail, ModelFileConfiguration)
     histogram = m.detail.output_length_distribution
     return {
-        **_common(release_id, task_id, model_id, m),
+        **_common(release_id, task_id, model, m),
         **{column: getattr(m.row, column) for column in _ROW_COLUMNS},
         "parallel_notes": m.detail.parallelization.notes,
         "length_bins": histogram.bins,
@@ -245,12 +313,12 @@ def _llm_configuration(
 
 
 def _diffusion_configuration(
-    release_id: int, task_id: int, model_id: int, m: Measurement
+    release_id: int, task_id: int, model: ModelRow, m: Measurement
 ) -> dict[str, Any]:
     output = "video" if isinstance(m.row, VideoTaskRow) else "image"
     columns = {name: name for name in DIFFUSION_COMMON} | DIFFUSION_OUTPUTS[output]
     return {
-        **_common(release_id, task_id, model_id, m),
+        **_common(release_id, task_id, model, m),
         **{"fps": None, "num_frames": None, "output": output},
         **{column: getattr(m.row, name) for name, column in columns.items()},
     }

@@ -139,8 +139,17 @@ async def gpus(session: AsyncSession, *, names: Sequence[str] | None = None) -> 
     return list(await session.scalars(query))
 
 
-async def tasks(session: AsyncSession, *, release_id: int) -> list[TaskRow]:
-    query = select(TaskRow).where(TaskRow.release_id == release_id).order_by(TaskRow.name)
+async def tasks(session: AsyncSession, *, release_id: int | None = None) -> list[TaskRow]:
+    """The tasks of a release, or of every release, by name."""
+    query = select(TaskRow).order_by(TaskRow.release_id, TaskRow.name)
+    if release_id is not None:
+        query = query.where(TaskRow.release_id == release_id)
+    return list(await session.scalars(query))
+
+
+async def releases(session: AsyncSession) -> list[ReleaseRow]:
+    """Every release, newest data first (the first is the one served by default)."""
+    query = select(ReleaseRow).order_by(ReleaseRow.last_updated.desc(), ReleaseRow.id.desc())
     return list(await session.scalars(query))
 
 
@@ -154,14 +163,10 @@ def _configurations_query(table: Table, release_id: int, where: ConfigurationFil
 
 
 async def configurations_of_models(
-    session: AsyncSession,
-    *,
-    release_id: int,
-    model_ids: Sequence[int],
-    table: Table = ConfigurationRow,
+    session: AsyncSession, *, model_ids: Sequence[int], table: Table = ConfigurationRow
 ) -> list[Any]:
-    """All configurations of these models in one table, in upstream file order."""
-    query = _configurations_query(table, release_id, ConfigurationFilter(model_ids=model_ids))
+    """All configurations of these models (of whatever release) in one table, in file order."""
+    query = select(table).where(table.model_id.in_(model_ids))
     return list(await session.scalars(query.order_by(table.task_id, table.task_row)))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from db.documents import (
     DiffusionModelFileConfiguration,
@@ -53,6 +54,8 @@ class Snapshot:
     tasks: list[TaskData]
     digest: str
     warnings: list[str] = field(default_factory=list)
+    # Per-model files no task file refers to, as published (directory sources only).
+    orphans: dict[str, Any] = field(default_factory=dict)
 
 
 def model_file_name(model_id: str, task: str) -> str:
@@ -78,7 +81,22 @@ async def load_snapshot(location: str, *, tasks: tuple[str, ...] | None = None) 
             data, task_files = await _load_task(fetcher, index, task, warnings)
             files += task_files
             loaded.append(data)
-    return Snapshot(location, upstream_commit(location), index, loaded, digest(files), warnings)
+        referenced = {f.path for f in files}
+        unreferenced = [p for p in fetcher.listing("models") or [] if p not in referenced]
+        orphans = await fetcher.get_many(unreferenced)
+    warnings += [
+        f"{f.path}: no task file refers to it; kept as published, not served as measurements"
+        for f in orphans
+    ]
+    return Snapshot(
+        location,
+        upstream_commit(location),
+        index,
+        loaded,
+        digest(files + orphans),
+        warnings,
+        {f.path: f.data for f in orphans},
+    )
 
 
 async def _load_task(

@@ -9,7 +9,7 @@ from sqlalchemy import JSON, ForeignKey, Index, MetaData, String, Text, UniqueCo
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 intpk = Annotated[int, mapped_column(primary_key=True)]
-name = Annotated[str, mapped_column(String(200))]
+name = Annotated[str, mapped_column(Text)]
 text = Annotated[str | None, mapped_column(Text)]
 release_fk = Annotated[int, mapped_column(ForeignKey("releases.id", ondelete="CASCADE"))]
 json_value = Annotated[Any, mapped_column(JSON)]
@@ -38,11 +38,17 @@ class ReleaseRow(Base):
     digest: Mapped[str] = mapped_column(String(64), unique=True)
     location: Mapped[str] = mapped_column(Text)
     upstream_commit: Mapped[str | None] = mapped_column(String(40))
-    last_updated: Mapped[str] = mapped_column(String(40))
+    last_updated: Mapped[str] = mapped_column(Text)
     ingested_at: Mapped[datetime]
     manifest_version: Mapped[text]
     manifest_updated: Mapped[text]
     manifest_data_version: Mapped[text]
+    # The upstream index.json's structure, kept so the release can be exported as it came.
+    index_tasks: Mapped[list[str]] = mapped_column(JSON)
+    index_architectures: Mapped[dict[str, list[str]]] = mapped_column(JSON)
+    index_fields: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Identities of the data that some rows break (analysis.identities), found at ingest.
+    checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
 
     source: Mapped[SourceRow] = relationship(lazy="raise")
 
@@ -117,6 +123,11 @@ class ModelRow(Base):
     active_params_b: Mapped[float]
     architecture: Mapped[text]
     weight_precision: Mapped[text]
+    # The upstream index.json entry as published (the manifest may name and size it itself).
+    nickname: Mapped[str] = mapped_column(Text)
+    total_params_billions: Mapped[float]
+    activated_params_billions: Mapped[float]
+    index_fields: Mapped[dict[str, Any]] = mapped_column(JSON)
     gpus: Mapped[list[str] | None] = mapped_column(JSON)
     url: Mapped[text]
     page: Mapped[text]
@@ -150,7 +161,7 @@ class GpuRow(Base):
 
     __tablename__ = "gpus"
 
-    name: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
     full_name: Mapped[text]
     architecture: Mapped[text]
     memory_gb: Mapped[float | None]
@@ -238,3 +249,18 @@ class DiffusionConfigurationRow(Base):
 
     def __repr__(self) -> str:
         return f"DiffusionConfigurationRow(id={self.id}, gpu={self.gpu!r}, output={self.output!r})"
+
+
+class OrphanDocumentRow(Base):
+    """A per-model file of the snapshot that no task file refers to, kept as published."""
+
+    __tablename__ = "orphan_documents"
+    __table_args__ = (UniqueConstraint("release_id", "path"),)
+
+    id: Mapped[intpk]
+    release_id: Mapped[release_fk]
+    path: Mapped[str] = mapped_column(Text)
+    document: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    def __repr__(self) -> str:
+        return f"OrphanDocumentRow(release_id={self.release_id}, path={self.path!r})"

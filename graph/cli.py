@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+import orjson
 import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import reads
 from db.engine import create_engine, create_tables, sessionmaker
 from db.errors import IngestError
+from db.export import export_documents
 from db.ingest import IngestReport, ingest
 from db.snapshot import load_manifest, load_snapshot
 from graph.settings import Settings
@@ -50,7 +52,7 @@ async def run_ingest(
             echo(f"reading {source} ...")
             snapshot = await load_snapshot(source)
             manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)
-            return await ingest(session, snapshot, manifest, raw)
+            return await ingest(session, snapshot, manifest, raw, str(settings.manifest))
     finally:
         await engine.dispose()
 
@@ -125,6 +127,39 @@ def serve(**options: Any) -> None:
         workers=settings.workers,
         log_level=settings.log_level,
     )
+
+
+async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, Any]]:
+    engine = create_engine(settings.database_url)
+    try:
+        async with sessionmaker(engine)() as session:
+            row = (
+                await reads.release(session, release_id=release)
+                if release is not None
+                else await reads.latest_release(session)
+            )
+            if row is None:
+                raise click.ClickException(
+                    f"no release {release}" if release is not None else "the database is empty"
+                )
+            return row.id, await export_documents(session, release_id=row.id)
+    finally:
+        await engine.dispose()
+
+
+@main.command("export")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--release", type=int, help="Release id (default: the latest).")
+@database_option
+def export_command(directory: Path, release: int | None, database_url: str | None) -> None:
+    """Write a release in the upstream layout (index.json, tasks/, models/) to DIRECTORY."""
+    settings = _settings(database_url=database_url)
+    release_id, documents = asyncio.run(run_export(settings, release))
+    for path, document in documents.items():
+        target = directory / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+    click.echo(f"exported release {release_id}: {len(documents)} files to {directory}")
 
 
 @main.command("export-schema")

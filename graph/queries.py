@@ -3,8 +3,8 @@
 MODEL_PAGE = """\
 # The model page: one model's configurations, concurrency curves and measured
 # GPU power, with the provenance and licence evidence of the data.
-query ModelPage($slug: String! = "qwen-3-8b") {
-  model(slug: $slug) {
+query ModelPage($slug: String! = "qwen-3-8b", $release: Int) {
+  model(slug: $slug, release: $release) {
     slug name modelId paramsB activeParamsB architecture weightPrecision gpus url page
     configurations {
       id gpuModel numGpus maxNumSeqs tensorParallel dataParallel expertParallel
@@ -27,7 +27,7 @@ query ModelPage($slug: String! = "qwen-3-8b") {
       gpu { fullName tdpWatts source sourceUrl }
     }
   }
-  source {
+  source(release: $release) {
     name publisher url dataUrl version compiled retrieved
     licence licenceEvidence method cite citeUrl
     release { lastUpdated upstreamCommit }

@@ -8,17 +8,20 @@ from typing import Any, cast
 
 import strawberry
 
+from analysis.changes import diff_releases
 from db import reads
+from db.export import export_documents
 from db.reads import ConfigurationFilter
 from db.tables import ConfigurationRow, DiffusionConfigurationRow
 from graph import cursor
 from graph.context import Context
 from graph.errors import BadInput
+from graph.types.changes import ReleaseChanges
 from graph.types.configuration import Configuration, Connection, Edge, PageInfo
 from graph.types.diffusion import diffusion_from_row
 from graph.types.gpu import Gpu
 from graph.types.model import Model
-from graph.types.source import LeadGreenIndex, Source
+from graph.types.source import LeadGreenIndex, Release, Source
 from graph.types.task import Task
 
 # One member per orderable column, so the enums cannot drift from what db.reads accepts.
@@ -88,36 +91,38 @@ class DiffusionConfigurationFilterInput:
     )
 
 
-async def current_source(context: Context) -> Source:
-    release = await context.release()
+async def current_source(context: Context, release_id: int | None = None) -> Source:
+    release = await context.release(release_id)
     row = await context.sources.load(release.id)
     assert row is not None, "every release is ingested with its source"
     return Source.from_rows(row, release)
 
 
-async def model(context: Context, slug: str | None, model_id: str | None) -> Model | None:
+async def model(
+    context: Context, slug: str | None, model_id: str | None, release: int | None = None
+) -> Model | None:
     if (slug is None) == (model_id is None):
         raise BadInput("give exactly one of `slug` and `modelId`")
     row = await context.read(
-        reads.model, release_id=await context.release_id(), slug=slug, model_id=model_id
+        reads.model, release_id=await context.release_id(release), slug=slug, model_id=model_id
     )
     return Model.from_row(row) if row else None
 
 
-async def models(context: Context) -> list[Model]:
-    rows = await context.read(reads.models, release_id=await context.release_id())
+async def models(context: Context, release: int | None = None) -> list[Model]:
+    rows = await context.read(reads.models, release_id=await context.release_id(release))
     return [Model.from_row(row) for row in rows]
 
 
-async def index(context: Context) -> LeadGreenIndex:
-    release = await context.release()
-    rows = await context.read(reads.models, release_id=release.id, in_manifest=True)
+async def index(context: Context, release: int | None = None) -> LeadGreenIndex:
+    row = await context.release(release)
+    rows = await context.read(reads.models, release_id=row.id, in_manifest=True)
     return LeadGreenIndex(
-        version=release.manifest_version,
-        updated=release.manifest_updated,
-        data_version=release.manifest_data_version,
-        source=await current_source(context),
-        models=[Model.from_row(row) for row in rows],
+        version=row.manifest_version,
+        updated=row.manifest_updated,
+        data_version=row.manifest_data_version,
+        source=await current_source(context, row.id),
+        models=[Model.from_row(model) for model in rows],
     )
 
 
@@ -125,8 +130,25 @@ async def gpus(context: Context) -> list[Gpu]:
     return [Gpu.from_row(row) for row in await context.read(reads.gpus)]
 
 
-async def tasks(context: Context) -> list[Task]:
-    return [Task.from_row(row) for row in (await context.tasks()).values()]
+async def tasks(context: Context, release: int | None = None) -> list[Task]:
+    release_id = await context.release_id(release)
+    return [
+        Task.from_row(row)
+        for row in (await context.tasks()).values()
+        if row.release_id == release_id
+    ]
+
+
+async def changes(
+    context: Context, from_release: int, to_release: int, task: str | None
+) -> ReleaseChanges:
+    old, new = await context.release(from_release), await context.release(to_release)
+    documents = [await context.read(export_documents, release_id=r.id) for r in (old, new)]
+    return ReleaseChanges.of(old.id, new.id, diff_releases(*documents), task)
+
+
+async def releases(context: Context) -> list[Release]:
+    return [Release.from_row(row) for row in await context.read(reads.releases)]
 
 
 async def _filter(
@@ -167,6 +189,7 @@ async def configurations(
     after: str | None,
     *,
     diffusion: bool = False,
+    release: int | None = None,
 ) -> Connection[Any]:
     settings = context.settings
     first = settings.default_page_size if first is None else first
@@ -176,7 +199,7 @@ async def configurations(
     descending = order_by is not None and order_by.direction is Direction.DESC
     table: reads.Table = DiffusionConfigurationRow if diffusion else ConfigurationRow
     convert: Callable[[Any], Any] = diffusion_from_row if diffusion else Configuration.from_row
-    release_id = await context.release_id()
+    release_id = await context.release_id(release)
     where = await _filter(context, filter, release_id)
     if where is None:
         where, rows = ConfigurationFilter(model_ids=[]), []

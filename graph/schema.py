@@ -18,28 +18,61 @@ from graph.resolvers import (
     DiffusionConfigurationFilterInput,
     DiffusionConfigurationOrder,
 )
+from graph.types.changes import ReleaseChanges
 from graph.types.configuration import Configuration, Connection
 from graph.types.diffusion import DiffusionConfiguration, ImageConfiguration, VideoConfiguration
 from graph.types.gpu import Gpu
 from graph.types.model import Model
-from graph.types.source import LeadGreenIndex, Source
+from graph.types.source import LeadGreenIndex, Release, Source
 from graph.types.task import Task
 
 Info = strawberry.Info[Context, None]
+ReleaseArgument = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Answer from this release (an id from `releases`); the latest by default."
+    ),
+]
 
 
 @strawberry.type(
     description="Measured energy of LLM inference (ML.ENERGY Leaderboard v3.0), "
-    "with its provenance. Answers come from the latest ingested release."
+    "with its provenance. Answers come from the release with the newest data unless a "
+    "field's `release` argument names another."
 )
 class Query(RankingQuery, StatisticsQuery):
-    @strawberry.field(description="Provenance and licence evidence of the current data.")
-    async def source(self, info: Info) -> Source:
-        return await resolvers.current_source(info.context)
+    @strawberry.field(description="Provenance and licence evidence of the data.")
+    async def source(self, info: Info, release: ReleaseArgument = None) -> Source:
+        return await resolvers.current_source(info.context, release)
 
     @strawberry.field(description="The LeadGreen v1 index, rebuilt from the database.")
-    async def index(self, info: Info) -> LeadGreenIndex:
-        return await resolvers.index(info.context)
+    async def index(self, info: Info, release: ReleaseArgument = None) -> LeadGreenIndex:
+        return await resolvers.index(info.context, release)
+
+    @strawberry.field(
+        description="Every ingested release, newest data first; the first is served by default."
+    )
+    async def releases(self, info: Info) -> list[Release]:
+        return await resolvers.releases(info.context)
+
+    @strawberry.field(
+        description="What changed from one release to another: files, tasks, models, row-shape "
+        "fields, and configurations added, removed or changed (with old and new values)."
+    )
+    async def changes(
+        self,
+        info: Info,
+        from_release: Annotated[
+            int, strawberry.argument(name="from", description="The earlier release's id.")
+        ],
+        to_release: Annotated[
+            int, strawberry.argument(name="to", description="The later release's id.")
+        ],
+        task: Annotated[
+            str | None, strawberry.argument(description="Only this task's changes.")
+        ] = None,
+    ) -> ReleaseChanges:
+        return await resolvers.changes(info.context, from_release, to_release, task)
 
     @strawberry.field(
         description="One model, by slug or by Hugging Face id (give exactly one); "
@@ -54,20 +87,21 @@ class Query(RankingQuery, StatisticsQuery):
         model_id: Annotated[
             str | None, strawberry.argument(description="Hugging Face id, e.g. `Qwen/Qwen3-8B`.")
         ] = None,
+        release: ReleaseArgument = None,
     ) -> Model | None:
-        return await resolvers.model(info.context, slug, model_id)
+        return await resolvers.model(info.context, slug, model_id, release)
 
-    @strawberry.field(description="Every measured model, by slug.")
-    async def models(self, info: Info) -> list[Model]:
-        return await resolvers.models(info.context)
+    @strawberry.field(description="Every model of the release, by slug.")
+    async def models(self, info: Info, release: ReleaseArgument = None) -> list[Model]:
+        return await resolvers.models(info.context, release)
 
     @strawberry.field(description="Every GPU type measured on, with reference facts.")
     async def gpus(self, info: Info) -> list[Gpu]:
         return await resolvers.gpus(info.context)
 
-    @strawberry.field(description="The benchmark tasks of the current data.")
-    async def tasks(self, info: Info) -> list[Task]:
-        return await resolvers.tasks(info.context)
+    @strawberry.field(description="The benchmark tasks of the release.")
+    async def tasks(self, info: Info, release: ReleaseArgument = None) -> list[Task]:
+        return await resolvers.tasks(info.context, release)
 
     @strawberry.field(
         description="Configurations matching a filter, ordered and paginated with cursors."
@@ -96,8 +130,11 @@ class Query(RankingQuery, StatisticsQuery):
                 description="Return the configurations after this cursor (`endCursor`)."
             ),
         ] = None,
+        release: ReleaseArgument = None,
     ) -> Connection[Configuration]:
-        return await resolvers.configurations(info.context, filter, order_by, first, after)
+        return await resolvers.configurations(
+            info.context, filter, order_by, first, after, release=release
+        )
 
     @strawberry.field(
         description="Diffusion configurations (text-to-image, text-to-video) matching a filter, "
@@ -127,9 +164,10 @@ class Query(RankingQuery, StatisticsQuery):
                 description="Return the configurations after this cursor (`endCursor`)."
             ),
         ] = None,
+        release: ReleaseArgument = None,
     ) -> Connection[DiffusionConfiguration]:
         return await resolvers.configurations(
-            info.context, filter, order_by, first, after, diffusion=True
+            info.context, filter, order_by, first, after, diffusion=True, release=release
         )
 
 

@@ -97,7 +97,7 @@ async def ingest_dir(
     snapshot = await load_snapshot(str(source))
     doc, raw = load_manifest(manifest) if manifest else (None, None)
     async with sessionmaker(engine)() as session:
-        return await ingest(session, snapshot, doc, raw)
+        return await ingest(session, snapshot, doc, raw, str(manifest))
 
 
 @pytest.fixture
@@ -126,8 +126,9 @@ async def _ingest_real(url: str) -> None:
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def real_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-             ) -> Iterator[str]:
+def real_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """A database holding the 2026-02-16 snapshot with the seed manifest, ingested once per run.
 
     Tests that use it only read; a test that writes takes a fresh `database_url` instead.

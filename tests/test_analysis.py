@@ -78,3 +78,29 @@ def test_median_of_an_even_count_is_the_mean_of_the_middle_two() -> None:
 )
 def test_fraction_of_tdp(watts, tdp, expected) -> None:
     assert fraction_of_tdp(watts, tdp) == expected
+
+
+def test_identities_report_the_rows_that_break_them() -> None:
+    from analysis.identities import Violations, check
+
+    good = {
+        "energy_per_request_joules": 20.0,
+        "energy_per_token_joules": 0.2,
+        "avg_output_len": 100.0,
+        "avg_power_watts": 100.0,
+        "output_throughput_tokens_per_sec": 500.0,
+    }
+    stale = {**good, "output_throughput_tokens_per_sec": 250.0}
+    assert check("tasks/t.json", [good, good]) == []
+    (violations,) = check("tasks/t.json", [good, stale, good])
+    assert violations == Violations(
+        "power_over_throughput",
+        "avg_power_watts ÷ output_throughput_tokens_per_sec = energy_per_token_joules",
+        "tasks/t.json",
+        [1],
+        3,
+        0.5,
+        "holds from the 2026-01-01 throughput correction on; data compiled before it fails it "
+        "on every row",
+    )
+    assert check("tasks/image.json", [{"energy_per_image_joules": 1.0}]) == []

@@ -24,7 +24,7 @@ async def test_graphiql_opens_on_the_model_page_query(client) -> None:
     response = await client.get("/graphql", headers={"accept": "text/html"})
     assert response.status_code == 200
     assert 'const EXAMPLE_QUERY = "# The model page' in response.text
-    assert 'query ModelPage($slug: String! = \\"qwen-3-8b\\")' in response.text
+    assert 'query ModelPage($slug: String! = \\"qwen-3-8b\\", $release: Int)' in response.text
 
 
 async def test_healthz(synthetic_db, client) -> None:

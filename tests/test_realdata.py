@@ -28,6 +28,15 @@ TDP = {"H100": 700.0, "B200": 1000.0}
 SEED_DOC: dict[str, Any] = json.loads(SEED.read_text())
 INDEX: dict[str, Any] = json.loads((SNAPSHOT / "index.json").read_text())
 TASK_DOC: dict[str, Any] = json.loads((SNAPSHOT / TASK_FILE).read_text())
+# Every task file of the snapshot: the database holds them all, lm-arena-chat among them.
+TASK_DOCS: dict[str, dict[str, Any]] = {
+    task: json.loads((SNAPSHOT / f"tasks/{task}.json").read_text()) for task in INDEX["tasks"]
+}
+ARCHITECTURE: dict[str, str] = {
+    task: arch for arch, tasks in INDEX["architectures"].items() for task in tasks
+}
+LLM_TASKS = [task for task in INDEX["tasks"] if ARCHITECTURE[task] != "diffusion"]
+DIFFUSION_TASKS = [task for task in INDEX["tasks"] if ARCHITECTURE[task] == "diffusion"]
 ROWS: list[dict[str, Any]] = TASK_DOC["configurations"]
 SLUGS: list[str] = [entry["slug"] for entry in SEED_DOC["models"]]
 ENTRY_BY_SLUG: dict[str, dict[str, Any]] = {entry["slug"]: entry for entry in SEED_DOC["models"]}
@@ -113,9 +122,22 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"minimum": min(values), "median": statistics.median(values), "maximum": max(values)}
 
 
+def slugify(nickname: str) -> str:
+    """The slug of a model the seed does not list: its nickname, lower-cased, dash-separated."""
+    return re.sub(r"[^a-z0-9]+", "-", nickname.lower()).strip("-")
+
+
+def slug_of(model_id: str) -> str:
+    return SLUG_BY_MODEL_ID.get(model_id) or slugify(INDEX["models"][model_id]["nickname"])
+
+
 def test_data_files_agree_with_themselves() -> None:
     """Preconditions of the expectations below, checked on the files alone."""
     assert len(ROWS) == 328
+    assert TASK_DOCS[TASK] == TASK_DOC
+    assert sum(len(doc["configurations"]) for doc in TASK_DOCS.values()) == 1858
+    assert len(INDEX["models"]) == 46
+    assert len({slug_of(model_id) for model_id in INDEX["models"]}) == 46
     assert len(SLUGS) == 18 == len(set(SLUGS))
     assert {row["model_id"] for row in ROWS} == set(SLUG_BY_MODEL_ID)
     assert {row["gpu_model"] for row in ROWS} == set(TDP)
@@ -228,6 +250,7 @@ async def test_counts(execute_real) -> None:
                 totalCount nodes {{ id }} pageInfo {{ hasNextPage }}
               }}
               all: configurations(first: 1) {{ totalCount }}
+              diffusion: diffusionConfigurations(first: 1) {{ totalCount }}
               models {{ slug modelId inIndex }}
               gpus {{ name tdpWatts }}
               tasks {{ name displayName architecture }}
@@ -237,24 +260,41 @@ async def test_counts(execute_real) -> None:
     assert data["configurations"]["totalCount"] == 328 == len(ROWS)
     assert len(data["configurations"]["nodes"]) == 328
     assert data["configurations"]["pageInfo"]["hasNextPage"] is False
-    assert data["all"]["totalCount"] == len(ROWS)
-    assert len(data["models"]) == 18
-    assert data["models"] == [
-        {"slug": slug, "modelId": ENTRY_BY_SLUG[slug]["model_id"], "inIndex": True}
-        for slug in sorted(SLUGS)
-    ]
+    # Without a task filter, the root connections hold every row of their kind of task.
+    assert data["all"]["totalCount"] == sum(
+        len(TASK_DOCS[task]["configurations"]) for task in LLM_TASKS
+    )
+    assert data["diffusion"]["totalCount"] == sum(
+        len(TASK_DOCS[task]["configurations"]) for task in DIFFUSION_TASKS
+    )
+    assert data["all"]["totalCount"] + data["diffusion"]["totalCount"] == 1858
+    # Every model of index.json, once, by slug; the seed's 18 are the ones in the index.
+    assert len(data["models"]) == len(INDEX["models"]) == 46
+    assert data["models"] == sorted(
+        (
+            {
+                "slug": slug_of(model_id),
+                "modelId": model_id,
+                "inIndex": model_id in SLUG_BY_MODEL_ID,
+            }
+            for model_id in INDEX["models"]
+        ),
+        key=lambda m: m["slug"],
+    )
+    assert sum(m["inIndex"] for m in data["models"]) == len(SLUGS)
     assert data["gpus"] == [
         {"name": "B200", "tdpWatts": 1000.0},
         {"name": "H100", "tdpWatts": 700.0},
     ]
-    architecture = [a for a, tasks in INDEX["architectures"].items() if TASK in tasks]
     assert data["tasks"] == [
         {
-            "name": TASK_DOC["task"],
-            "displayName": TASK_DOC["task_display_name"],
-            "architecture": architecture[0],
+            "name": TASK_DOCS[task]["task"],
+            "displayName": TASK_DOCS[task]["task_display_name"],
+            "architecture": ARCHITECTURE[task],
         }
+        for task in sorted(INDEX["tasks"])
     ]
+    assert TASK in [t["name"] for t in data["tasks"]]
 
 
 # --- 5. The v1 index, rebuilt ------------------------------------------------------------
@@ -294,13 +334,18 @@ async def test_histograms_and_upstream_rows(execute_real) -> None:
             }} }}"""
         )
     )
-    assert len(data["models"]) == len(SLUGS)
+    # Every model is listed; those not measured on lm-arena-chat have no configurations here
+    # (`configurations` defaults to lm-arena-chat), the others are checked row by row.
+    assert len(data["models"]) == len(INDEX["models"])
+    measured = [m for m in data["models"] if rows_of(m["modelId"])]
+    assert {m["modelId"] for m in measured} == set(SLUG_BY_MODEL_ID)
+    assert all(m["configurations"] == [] for m in data["models"] if m not in measured)
     task_row = {id(row): i for i, row in enumerate(ROWS)}
-    for model in data["models"]:
+    for model in measured:
         model_id = model["modelId"]
         doc = model_doc(model_id)
         path = model_file_path(model_id)
-        assert model["tasks"] == [
+        assert [t for t in model["tasks"] if t["task"] == TASK] == [
             {
                 "task": TASK,
                 "file": path,
@@ -354,6 +399,7 @@ async def test_repeated_runs_are_all_served(execute_real) -> None:
             }}""",
             slug=slug,
             filter={
+                "task": TASK,
                 "modelId": REPEATED_MODEL,
                 "gpu": "H100",
                 "numGpus": 2,
@@ -409,18 +455,20 @@ def matching(given: dict[str, Any]) -> list[dict[str, Any]]:
     return [row for row in ROWS if all(_FILTER_KEYS[k](row, v) for k, v in given.items())]
 
 
+# Every filter names lm-arena-chat: the root connection holds the rows of every LLM task
+# (tests/test_realdata_tasks.py checks the other tasks).
 FILTERS: list[dict[str, Any]] = [
-    {"gpu": "H100", "numGpus": 2},
-    {"gpu": "B200", "numGpus": 8},
-    {"maxNumSeqsAtLeast": 256},
-    {"maxNumSeqsAtMost": 64},
-    {"gpu": "B200", "maxNumSeqsAtLeast": 128, "maxNumSeqsAtMost": 512},
-    {"maxNumSeqsAtLeast": 512, "maxNumSeqsAtMost": 256},
-    {"model": SLUG_BY_MODEL_ID[REPEATED_MODEL], "numGpus": 2},
-    {"modelId": "Qwen/Qwen3-8B", "gpu": "H100"},
+    {"task": TASK, "gpu": "H100", "numGpus": 2},
+    {"task": TASK, "gpu": "B200", "numGpus": 8},
+    {"task": TASK, "maxNumSeqsAtLeast": 256},
+    {"task": TASK, "maxNumSeqsAtMost": 64},
+    {"task": TASK, "gpu": "B200", "maxNumSeqsAtLeast": 128, "maxNumSeqsAtMost": 512},
+    {"task": TASK, "maxNumSeqsAtLeast": 512, "maxNumSeqsAtMost": 256},
+    {"task": TASK, "model": SLUG_BY_MODEL_ID[REPEATED_MODEL], "numGpus": 2},
+    {"task": TASK, "modelId": "Qwen/Qwen3-8B", "gpu": "H100"},
     # A ceiling equal to a row's own median ITL: inclusive, so that row is in.
     {"task": TASK, "maxMedianItlMs": statistics.median_low(r["median_itl_ms"] for r in ROWS)},
-    {"maxMedianItlMs": max(r["median_itl_ms"] for r in ROWS)},
+    {"task": TASK, "maxMedianItlMs": max(r["median_itl_ms"] for r in ROWS)},
     {"task": "no-such-task"},
 ]
 
@@ -453,7 +501,7 @@ ORDERINGS = [
 @pytest.mark.parametrize(("field", "direction"), ORDERINGS)
 async def test_ordering_pages_through_everything(execute_real, field: str, direction: str) -> None:
     query = f"""query($order: ConfigurationOrder, $after: String) {{
-      configurations(orderBy: $order, first: 50, after: $after) {{
+      configurations(filter: {{task: "{TASK}"}}, orderBy: $order, first: 50, after: $after) {{
         totalCount pageInfo {{ hasNextPage endCursor }}
         edges {{ cursor node {{ {NODE_FIELDS} }} }}
       }}

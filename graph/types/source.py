@@ -13,6 +13,19 @@ if TYPE_CHECKING:
     from graph.types.model import Model
 
 
+@strawberry.type(description="An identity of the data that some rows of a file break.")
+class IdentityCheck:
+    identity: str = strawberry.field(description="Short name of the identity.")
+    statement: str = strawberry.field(description="The identity, in upstream field names.")
+    file: str = strawberry.field(description="The task file checked.")
+    rows: list[int] = strawberry.field(description="Rows (from 0) that break it.")
+    checked: int = strawberry.field(description="Rows checked.")
+    max_relative_difference: float = strawberry.field(
+        description="Largest |left - right| / max(|left|, |right|) among the rows that break it."
+    )
+    note: str = strawberry.field(description="What is known about why, if anything.")
+
+
 @strawberry.type(description="One ingested snapshot of the upstream data.")
 class Release:
     id: int = strawberry.field(description="Release number, in the order releases were ingested.")
@@ -29,10 +42,16 @@ class Release:
         description="SHA-256 over the ingested files and the manifest; equal digests, equal data."
     )
     ingested_at: datetime = strawberry.field(description="When it was ingested (UTC).")
+    identity_checks: list[IdentityCheck] = strawberry.field(
+        description="Identities of the data that some rows break (energy per request = energy "
+        "per token × average output length; average power ÷ throughput = energy per token), "
+        "checked at ingest; empty when every row keeps them (to a relative 1e-9)."
+    )
 
     @classmethod
     def from_row(cls, row: ReleaseRow) -> Release:
         return cls(
+            identity_checks=[IdentityCheck(**check) for check in row.checks],
             id=row.id,
             last_updated=row.last_updated,
             upstream_commit=row.upstream_commit,
