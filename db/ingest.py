@@ -77,7 +77,11 @@ async def ingest(
     """
     digest = combined_digest(snapshot, manifest_raw)
     async with session.begin():
-        existing = await session.scalar(select(ReleaseRow).where(ReleaseRow.digest == digest))
+        same = ReleaseRow.digest == digest
+        if manifest is None:
+            # Files without a manifest add nothing to a release that has the same files.
+            same = same | (ReleaseRow.data_digest == snapshot.digest)
+        existing = await session.scalar(select(ReleaseRow).where(same).limit(1))
         if existing is not None:
             return IngestReport(existing.id, True, existing.last_updated, digest)
         report = IngestReport(
@@ -85,6 +89,7 @@ async def ingest(
         )
         release = ReleaseRow(
             digest=digest,
+            data_digest=snapshot.digest,
             location=snapshot.location,
             upstream_commit=snapshot.commit,
             last_updated=snapshot.index.last_updated,

@@ -36,6 +36,8 @@ class ReleaseRow(Base):
 
     id: Mapped[intpk]
     digest: Mapped[str] = mapped_column(String(64), unique=True)
+    # The files' digest alone (`digest` also covers the manifest).
+    data_digest: Mapped[str] = mapped_column(String(64), index=True)
     location: Mapped[str] = mapped_column(Text)
     upstream_commit: Mapped[str | None] = mapped_column(String(40))
     last_updated: Mapped[str] = mapped_column(Text)

@@ -77,7 +77,7 @@ def document_routes(
     exported: dict[int, dict[str, Any]] = {}
 
     async def release_of(request: Request, session: AsyncSession) -> int | None:
-        asked = request.query_params.get("release")
+        asked = request.query_params.get("release") or None
         if asked is not None:
             return (
                 int(asked)
@@ -128,8 +128,12 @@ def document_routes(
     async def v1_model(request: Request, session: AsyncSession, release_id: int) -> tuple[int, Any]:
         slug = request.path_params["slug"]
         data = await graphql(session, MODEL_PAGE, slug=slug, release=release_id)
-        if data["model"] is None:
+        model = data["model"]
+        if model is None:
             return 404, _not_found(f"no model {slug!r}; /api/v1/index.json lists the models")
+        # The same links as the index that points here.
+        model["url"] = rebase(model["url"], settings.public_base_url)
+        model["page"] = rebase(model["page"], settings.public_base_url)
         return 200, data
 
     async def upstream(request: Request, session: AsyncSession, release_id: int) -> tuple[int, Any]:
