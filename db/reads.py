@@ -220,3 +220,11 @@ async def all_configurations(
     """Every configuration matching `where`, in upstream order (task, then file row)."""
     query = _configurations_query(table, release_id, where)
     return list(await session.scalars(query.order_by(table.task_id, table.task_row)))
+
+
+async def configuration(
+    session: AsyncSession, *, release_id: int, id: int, table: Table = ConfigurationRow
+) -> Any:
+    """One configuration of the release by id, or None."""
+    row = await session.get(table, id)
+    return row if row is not None and row.release_id == release_id else None

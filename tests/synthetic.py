@@ -11,7 +11,7 @@ TASK = "lm-arena-chat"
 BINS = [0.0, 100.0, 200.0]
 
 
-def _row(
+def row(
     model_id: str,
     gpu: str,
     num_gpus: int,
@@ -53,14 +53,14 @@ NICKNAMES = {"acme/Tiny-1B": "Tiny 1B", "acme/Mixture-8x2B": "Mixture 8x2B"}
 PARAMS = {"acme/Tiny-1B": (1.0, 1.0, "Dense Transformer"), "acme/Mixture-8x2B": (16.0, 2.0, "MoE")}
 
 ROWS = [
-    _row("acme/Tiny-1B", "H100", 1, 8, 0.5, 10.0, power=400.0),
-    _row("acme/Tiny-1B", "H100", 1, 64, 0.2, 20.0, power=600.0),
-    _row("acme/Tiny-1B", "B200", 1, 8, 0.3, 8.0, power=700.0),
-    _row("acme/Mixture-8x2B", "H100", 2, 16, 1.0, 30.0, tp=2, power=1000.0),
+    row("acme/Tiny-1B", "H100", 1, 8, 0.5, 10.0, power=400.0),
+    row("acme/Tiny-1B", "H100", 1, 64, 0.2, 20.0, power=600.0),
+    row("acme/Tiny-1B", "B200", 1, 8, 0.3, 8.0, power=700.0),
+    row("acme/Mixture-8x2B", "H100", 2, 16, 1.0, 30.0, tp=2, power=1000.0),
     # A repeated run: every published parameter equal to the next row, measurements differ.
-    _row("acme/Mixture-8x2B", "H100", 2, 32, 0.8, 35.0, tp=2, power=1100.0),
-    _row("acme/Mixture-8x2B", "H100", 2, 32, 0.9, 36.0, tp=2, power=1150.0),
-    _row("acme/Mixture-8x2B", "H100", 2, 8, 1.4, 25.0, ep=2, power=900.0),
+    row("acme/Mixture-8x2B", "H100", 2, 32, 0.8, 35.0, tp=2, power=1100.0),
+    row("acme/Mixture-8x2B", "H100", 2, 32, 0.9, 36.0, tp=2, power=1150.0),
+    row("acme/Mixture-8x2B", "H100", 2, 8, 1.4, 25.0, ep=2, power=900.0),
 ]
 
 

@@ -14,7 +14,9 @@ from db.tables import ConfigurationRow
 from graph.context import Context
 from graph.types import common as d
 from graph.types.common import OutputLengthDistribution
+from graph.types.energy import ElectricityPrice, Estimates, GridCarbonIntensity, TokenEnergy
 from graph.types.gpu import Gpu
+from graph.types.ranking import ItlPercentile, ParetoScope
 from graph.types.task import Task
 
 if TYPE_CHECKING:
@@ -83,7 +85,7 @@ class ServingConfiguration:
     async def source(self, info: Info) -> Annotated[Source, strawberry.lazy("graph.types.source")]:
         from graph.resolvers import current_source
 
-        return await current_source(info.context)
+        return await current_source(info.context, self.row.release_id)
 
     @strawberry.field(description="Where this row stands in the upstream files.")
     async def upstream(self, info: Info) -> UpstreamRow:
@@ -158,6 +160,45 @@ class Configuration(ServingConfiguration):
             ),
             power_per_gpu_watts=per_gpu_watts(row),
             row=row,
+        )
+
+    @strawberry.field(
+        description="Whether this configuration is on a time–energy Pareto frontier of its task "
+        "(ITL at `itlPercentile` against energy per token): no configuration of the same `scope` "
+        "has both strictly lower ITL and strictly lower energy (ties survive). The default scope, "
+        "MODEL, compares the model's own configurations on the task, as the leaderboard's model "
+        "page draws its frontier."
+    )
+    async def is_pareto_optimal(
+        self,
+        info: Info,
+        scope: Annotated[
+            ParetoScope,
+            strawberry.argument(description="Which configurations of the task it is compared to."),
+        ] = ParetoScope.MODEL,
+        itl_percentile: Annotated[
+            ItlPercentile,
+            strawberry.argument(description="The ITL percentile latency is measured by."),
+        ] = ItlPercentile.P50,
+    ) -> bool:
+        from graph.answers.frontier import is_pareto_optimal
+
+        return await is_pareto_optimal(info.context, self.row, scope, itl_percentile)
+
+    @strawberry.field(
+        description="This configuration's energy in joules, watt-hours and kilowatt-hours: per "
+        "token, per 1,000 and 1,000,000 tokens and per response, and tokens per joule; with "
+        "estimates of emissions and cost from the figures the caller gives."
+    )
+    def energy(
+        self,
+        grid_carbon_intensity: GridCarbonIntensity = None,
+        electricity_price_per_kwh: ElectricityPrice = None,
+    ) -> TokenEnergy:
+        return TokenEnergy.of(
+            self.energy_per_token_joules,
+            self.energy_per_request_joules,
+            Estimates(grid_carbon_intensity, electricity_price_per_kwh),
         )
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, cast
 
 import strawberry
 
 from analysis.power import per_gpu_watts
 from db.tables import DiffusionConfigurationRow
+from graph.context import Context
 from graph.types.configuration import ServingConfiguration
+from graph.types.energy import ElectricityPrice, Estimates, GridCarbonIntensity, OutputEnergy
+from graph.types.ranking import ParetoScope
 
+Info = strawberry.Info[Context, None]
 BATCH_LATENCY = "Measured: time to generate one batch, in seconds. Upstream `batch_latency_s`."
 
 
@@ -32,6 +36,39 @@ class DiffusionConfiguration(ServingConfiguration):
     ring_degree: int = strawberry.field(
         description="Setting: ring-attention parallel degree. Upstream `ring_degree`."
     )
+
+    @strawberry.field(
+        description="Whether this configuration is on a time–energy Pareto frontier of its task "
+        "(batch latency against energy per image or video): no configuration of the same `scope` "
+        "has both strictly lower latency and strictly lower energy (ties survive). The default "
+        "scope, MODEL, compares the model's own configurations on the task."
+    )
+    async def is_pareto_optimal(
+        self,
+        info: Info,
+        scope: Annotated[
+            ParetoScope,
+            strawberry.argument(description="Which configurations of the task it is compared to."),
+        ] = ParetoScope.MODEL,
+    ) -> bool:
+        from graph.answers.frontier import is_pareto_optimal
+
+        return await is_pareto_optimal(info.context, self.row, scope, None)
+
+    @strawberry.field(
+        description="This configuration's energy per image or video and per 1,000 of them, in "
+        "joules, watt-hours and kilowatt-hours, with estimates of emissions and cost from the "
+        "figures the caller gives."
+    )
+    def energy(
+        self,
+        grid_carbon_intensity: GridCarbonIntensity = None,
+        electricity_price_per_kwh: ElectricityPrice = None,
+    ) -> OutputEnergy:
+        return OutputEnergy.of(
+            cast(DiffusionConfigurationRow, self.row).energy_per_output_joules,
+            Estimates(grid_carbon_intensity, electricity_price_per_kwh),
+        )
 
 
 @strawberry.type(description="A measured text-to-image configuration. Energy in joules.")

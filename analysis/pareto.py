@@ -1,0 +1,46 @@
+"""Time-energy Pareto frontiers: the configurations no other beats on both latency and energy."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from itertools import groupby
+
+
+def pareto_optimal(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For each (latency, energy) point, whether it is on the frontier.
+
+    A point is off the frontier only when another has both strictly lower latency and strictly
+    lower energy, as the ML.ENERGY leaderboard's time-energy chart decides
+    (github.com/ml-energy/leaderboard, src/components/TimeEnergyTradeoffChart.tsx at 8326187,
+    `getParetoFrontier`): equal points, and points that tie on one axis, all survive.
+    """
+    keep = [True] * len(points)
+    by_latency = sorted(range(len(points)), key=lambda i: points[i][0])
+    lowest = math.inf  # lowest energy among points of strictly lower latency
+    for _, group in groupby(by_latency, key=lambda i: points[i][0]):
+        members = list(group)
+        for i in members:
+            keep[i] = not lowest < points[i][1]
+        lowest = min(lowest, *(points[i][1] for i in members))
+    return keep
+
+
+def pareto_optimal_within(
+    points: Sequence[tuple[float, float]], groups: Sequence[Hashable]
+) -> list[bool]:
+    """Like `pareto_optimal`, each point judged only against the points of its own group."""
+    members: dict[Hashable, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    keep = [False] * len(points)
+    for indices in members.values():
+        for i, kept in zip(indices, pareto_optimal([points[i] for i in indices]), strict=True):
+            keep[i] = kept
+    return keep
+
+
+def frontier(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the frontier's points, by ascending latency, then energy, then input order."""
+    kept = [i for i, on in enumerate(pareto_optimal(points)) if on]
+    return sorted(kept, key=lambda i: points[i])

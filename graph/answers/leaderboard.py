@@ -1,0 +1,191 @@
+"""Leaderboards and comparisons: per model, the best configuration under constraints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+import strawberry
+
+from analysis.compare import compare_gpus, compare_models, ratios_to_best
+from analysis.leaderboard import Candidate, Constraints, best_per_model
+from db.tables import ConfigurationRow
+from graph.answers.selection import (
+    Selection,
+    at_least,
+    diffusion_candidate,
+    llm_candidate,
+    read_rows,
+    select,
+)
+from graph.context import Context
+from graph.errors import BadInput
+from graph.types.configuration import Configuration
+from graph.types.diffusion import diffusion_from_row
+from graph.types.ranking import (
+    DiffusionConstraints,
+    DiffusionLeaderboard,
+    DiffusionLeaderboardEntry,
+    GpuComparison,
+    Leaderboard,
+    LeaderboardEntry,
+    LlmConstraints,
+    ModelStanding,
+)
+from graph.types.task import Task
+
+# The leaderboard web app's default batch-latency deadlines, in seconds (github.com/ml-energy/
+# leaderboard, src/config/tasks.ts at df188d9, `defaultLatencyDeadlineS`); its LLM and MLLM
+# tasks all default to 500 ms (`defaultItlDeadlineMs`, LlmConstraints here).
+DIFFUSION_DEADLINES_S = {"text-to-image": 30.0, "text-to-video": 300.0}
+
+
+async def llm_ranking(
+    context: Context,
+    task: str,
+    constraints: LlmConstraints | None,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+) -> tuple[Selection, LlmConstraints, Constraints, list[Candidate[ConfigurationRow]]]:
+    c = constraints or LlmConstraints()
+    at_least("maxItlMs", c.max_itl_ms)
+    at_least("maxEnergyJoules", c.max_energy_joules)
+    at_least("minThroughputTokensPerSec", c.min_throughput_tokens_per_sec)
+    sel = await select(context, task, gpus, models, release, diffusion=False, num_gpus=c.num_gpus)
+    rule = Constraints(
+        max_latency=c.max_itl_ms,
+        max_energy=c.max_energy_joules,
+        num_gpus=sel.num_gpus,
+        min_throughput=c.min_throughput_tokens_per_sec,
+    )
+    return sel, c, rule, [llm_candidate(r, c) for r in await read_rows(context, sel)]
+
+
+async def leaderboard(
+    context: Context,
+    task: str,
+    constraints: LlmConstraints | None,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+) -> Leaderboard:
+    sel, c, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
+    ranked = best_per_model(candidates, rule)
+    ratios = ratios_to_best([x.energy for x in ranked])
+    return Leaderboard(
+        task=Task.from_row(sel.task),
+        max_itl_ms=c.max_itl_ms,
+        itl_percentile=c.itl_percentile,
+        rank_by=c.rank_by,
+        entries=[
+            LeaderboardEntry(
+                rank=i,
+                energy_joules=x.energy,
+                latency_ms=x.latency,
+                ratio_to_best=ratio,
+                configuration=Configuration.from_row(x.item),
+                model_row_id=x.item.model_id,
+            )
+            for i, (x, ratio) in enumerate(zip(ranked, ratios, strict=True), start=1)
+        ],
+    )
+
+
+async def diffusion_leaderboard(
+    context: Context,
+    task: str,
+    constraints: DiffusionConstraints | None,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+) -> DiffusionLeaderboard:
+    c = constraints or DiffusionConstraints()
+    deadline = c.max_batch_latency_s
+    if deadline is strawberry.UNSET:
+        deadline = DIFFUSION_DEADLINES_S.get(task)
+    at_least("maxBatchLatencyS", deadline)
+    at_least("maxEnergyJoules", c.max_energy_joules)
+    at_least("minThroughputOutputsPerSec", c.min_throughput_outputs_per_sec)
+    sel = await select(context, task, gpus, models, release, diffusion=True, num_gpus=c.num_gpus)
+    rule = Constraints(
+        max_latency=deadline,
+        max_energy=c.max_energy_joules,
+        num_gpus=sel.num_gpus,
+        min_throughput=c.min_throughput_outputs_per_sec,
+    )
+    ranked = best_per_model([diffusion_candidate(r) for r in await read_rows(context, sel)], rule)
+    ratios = ratios_to_best([x.energy for x in ranked])
+    return DiffusionLeaderboard(
+        task=Task.from_row(sel.task),
+        max_batch_latency_s=deadline,
+        entries=[
+            DiffusionLeaderboardEntry(
+                rank=i,
+                energy_joules=x.energy,
+                batch_latency_s=x.latency,
+                ratio_to_best=ratio,
+                configuration=diffusion_from_row(x.item),
+                model_row_id=x.item.model_id,
+            )
+            for i, (x, ratio) in enumerate(zip(ranked, ratios, strict=True), start=1)
+        ],
+    )
+
+
+async def model_standings(
+    context: Context,
+    task: str,
+    models: Sequence[str],
+    constraints: LlmConstraints | None,
+    gpus: Sequence[str] | None,
+    release: int | None,
+) -> list[ModelStanding]:
+    sel, _, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
+    assert sel.models is not None
+    standings = compare_models(candidates, rule, [m.id for m in sel.models])
+    return [
+        ModelStanding(
+            model_row_id=cast(int, s.model),
+            configuration=None if s.best is None else Configuration.from_row(s.best.item),
+            energy_joules=None if s.best is None else s.best.energy,
+            ratio_to_best=s.ratio_to_best,
+            joules_above_best=s.above_best,
+        )
+        for s in standings
+    ]
+
+
+async def gpu_comparisons(
+    context: Context,
+    task: str,
+    baseline: str,
+    candidate: str,
+    models: Sequence[str] | None,
+    constraints: LlmConstraints | None,
+    release: int | None,
+) -> list[GpuComparison]:
+    if baseline == candidate:
+        raise BadInput(f"baseline and candidate are both {baseline!r}: compare two GPU types")
+    sel, _, rule, candidates = await llm_ranking(
+        context, task, constraints, [baseline, candidate], models, release
+    )
+    order = None if sel.models is None else [m.id for m in sel.models]
+    answer = []
+    for m in compare_gpus(candidates, rule, baseline, candidate, order):
+        saving = m.saving
+        answer.append(
+            GpuComparison(
+                model_row_id=cast(int, m.model),
+                baseline_gpu=baseline,
+                candidate_gpu=candidate,
+                baseline=None if m.baseline is None else Configuration.from_row(m.baseline.item),
+                candidate=None if m.candidate is None else Configuration.from_row(m.candidate.item),
+                baseline_energy_joules=None if m.baseline is None else m.baseline.energy,
+                candidate_energy_joules=None if m.candidate is None else m.candidate.energy,
+                energy_saved_joules=None if saving is None else saving.saved,
+                energy_ratio=None if saving is None else saving.ratio,
+                energy_saved_fraction=None if saving is None else saving.saved_fraction,
+            )
+        )
+    return answer

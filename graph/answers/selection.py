@@ -1,0 +1,153 @@
+"""What a ranking ranks: the task, GPU types and models asked for, checked, and their rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.leaderboard import Candidate
+from db import reads
+from db.reads import ConfigurationFilter
+from db.tables import ConfigurationRow, DiffusionConfigurationRow, ModelRow, TaskRow
+from graph.context import Context
+from graph.errors import BadInput
+from graph.types.ranking import LlmConstraints, energy_joules, itl_ms
+
+Row = ConfigurationRow | DiffusionConfigurationRow
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a ranking ranks: a task of a release, and the GPU types and models asked for."""
+
+    release_id: int
+    task: TaskRow
+    gpus: frozenset[str] | None
+    models: list[ModelRow] | None
+    num_gpus: frozenset[int] | None = None
+
+    @property
+    def table(self) -> reads.Table:
+        return DiffusionConfigurationRow if is_diffusion(self.task) else ConfigurationRow
+
+    @property
+    def where(self) -> ConfigurationFilter:
+        """The filter to read with: pushes down what a single value or the models can."""
+        one_gpu = next(iter(self.gpus)) if self.gpus and len(self.gpus) == 1 else None
+        one_count = next(iter(self.num_gpus)) if self.num_gpus and len(self.num_gpus) == 1 else None
+        return ConfigurationFilter(
+            model_ids=None if self.models is None else tuple(sorted(m.id for m in self.models)),
+            gpu=one_gpu,
+            num_gpus=one_count,
+            task=self.task.name,
+        )
+
+
+def is_diffusion(task: TaskRow) -> bool:
+    return "diffusion" in (task.architecture, task.file_architecture)
+
+
+def at_least(name: str, value: float | None, least: float = 0) -> None:
+    if value is not None and not value >= least:
+        raise BadInput(f"{name} must be a number >= {least:g}, got {value}")
+
+
+async def select(
+    context: Context,
+    task: str,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+    *,
+    diffusion: bool,
+    num_gpus: Sequence[int] | None = None,
+) -> Selection:
+    """Check the arguments every ranking shares; raise BadInput naming what is wrong."""
+    release_id = await context.release_id(release)
+    tasks = {t.name: t for t in (await context.tasks()).values() if t.release_id == release_id}
+    if task not in tasks:
+        raise BadInput(f"unknown task {task!r}; the tasks are {', '.join(sorted(tasks))}")
+    if is_diffusion(tasks[task]) != diffusion:
+        kind = "diffusion" if diffusion else "LLM or MLLM"
+        fits = ", ".join(sorted(name for name, t in tasks.items() if is_diffusion(t) == diffusion))
+        raise BadInput(
+            f"{task!r} is not one of the {kind} tasks this field takes: {fits or 'none'}"
+        )
+    if num_gpus is not None:
+        if not num_gpus:
+            raise BadInput("numGpus is empty: give at least one number, or leave it out for all")
+        for n in num_gpus:
+            at_least("numGpus", n, 1)
+    return Selection(
+        release_id=release_id,
+        task=tasks[task],
+        gpus=await _gpus(context, gpus),
+        models=await _models(context, models, release_id),
+        num_gpus=None if num_gpus is None else frozenset(num_gpus),
+    )
+
+
+async def _gpus(context: Context, names: Sequence[str] | None) -> frozenset[str] | None:
+    if names is None:
+        return None
+    if not names:
+        raise BadInput("gpus is empty: name at least one GPU type, or leave it out for all")
+    found = await context.gpus.load_many(list(names))
+    unknown = [name for name, gpu in zip(names, found, strict=True) if gpu is None]
+    if unknown:
+        known = ", ".join(gpu.name for gpu in await context.read(reads.gpus))
+        raise BadInput(f"unknown GPU {unknown[0]!r}; the GPU types are {known}")
+    return frozenset(names)
+
+
+async def _models(
+    context: Context, slugs: Sequence[str] | None, release_id: int
+) -> list[ModelRow] | None:
+    if slugs is None:
+        return None
+    if not slugs:
+        raise BadInput("models is empty: name at least one model by slug")
+    rows = await context.memo(
+        ("models", release_id), lambda: context.read(reads.models, release_id=release_id)
+    )
+    by_slug = {row.slug: row for row in rows}
+    for slug in slugs:
+        if slug not in by_slug:
+            raise BadInput(f"unknown model slug {slug!r}; the `models` query lists them")
+    if len(set(slugs)) != len(slugs):
+        twice = next(s for s in slugs if slugs.count(s) > 1)
+        raise BadInput(f"models lists {twice!r} more than once")
+    chosen = [by_slug[slug] for slug in slugs]
+    context.models.prime_many({row.id: row for row in chosen})
+    return chosen
+
+
+async def read_rows(context: Context, sel: Selection) -> list[Any]:
+    """The task's rows the selection asks for, in upstream order, read once per request."""
+    rows = await context.all_configurations(sel.table, sel.where, sel.release_id)
+    return [r for r in rows if sel.gpus is None or r.gpu in sel.gpus]
+
+
+def llm_candidate(row: ConfigurationRow, c: LlmConstraints) -> Candidate[ConfigurationRow]:
+    return Candidate(
+        item=row,
+        model=row.model_id,
+        gpu=row.gpu,
+        num_gpus=row.num_gpus,
+        latency=itl_ms(row, c.itl_percentile),
+        energy=energy_joules(row, c.rank_by),
+        throughput=row.output_throughput_tokens_per_sec,
+    )
+
+
+def diffusion_candidate(row: DiffusionConfigurationRow) -> Candidate[DiffusionConfigurationRow]:
+    return Candidate(
+        item=row,
+        model=row.model_id,
+        gpu=row.gpu,
+        num_gpus=row.num_gpus,
+        latency=row.batch_latency_s,
+        energy=row.energy_per_output_joules,
+        throughput=row.throughput_outputs_per_sec,
+    )
