@@ -110,6 +110,33 @@ class VideoTaskRow(DiffusionTaskRow):
     num_frames: Count
 
 
+# Model facts every task-file row repeats from index.json.
+MODEL_FACTS = (
+    "nickname",
+    "total_params_billions",
+    "activated_params_billions",
+    "architecture",
+    "weight_precision",
+)
+# The numbers of an LLM task-file row, each stored in the configuration column of its name.
+LLM_NUMBERS = (
+    "num_gpus",
+    "max_num_seqs",
+    "tensor_parallel",
+    "data_parallel",
+    "expert_parallel",
+    "avg_batch_size",
+    "avg_output_len",
+    "avg_power_watts",
+    "energy_per_request_joules",
+    "energy_per_token_joules",
+    "median_itl_ms",
+    "p90_itl_ms",
+    "p95_itl_ms",
+    "p99_itl_ms",
+    "output_throughput_tokens_per_sec",
+)
+
 # Upstream names of the diffusion columns, by output kind: upstream name -> column.
 DIFFUSION_COMMON = (
     "num_gpus",

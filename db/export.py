@@ -7,8 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.documents import DIFFUSION_COMMON, DIFFUSION_OUTPUTS
-from db.ingest import _MODEL_FACTS, _ROW_COLUMNS
+from db.documents import DIFFUSION_COMMON, DIFFUSION_OUTPUTS, LLM_NUMBERS, MODEL_FACTS
 from db.tables import (
     ConfigurationRow,
     DiffusionConfigurationRow,
@@ -36,12 +35,12 @@ def _model_facts(model: ModelRow) -> Document:
 
 def _own_fields(extra: Document | None) -> Document:
     """A row's extra fields that the per-model file repeats (not the model facts)."""
-    return {k: v for k, v in (extra or {}).items() if k not in _MODEL_FACTS}
+    return {k: v for k, v in (extra or {}).items() if k not in MODEL_FACTS}
 
 
 def _llm_rows(row: ConfigurationRow) -> tuple[Document, Document]:
     """The row as the task file writes it, and as the per-model file writes it."""
-    measured = {"gpu_model": row.gpu, **{c: getattr(row, c) for c in _ROW_COLUMNS}}
+    measured = {"gpu_model": row.gpu, **{c: getattr(row, c) for c in LLM_NUMBERS}}
     degrees = {k: measured.pop(k) for k in ("tensor_parallel", "data_parallel", "expert_parallel")}
     task_row = {**measured, **degrees, **(row.extra or {})}
     model_row = {

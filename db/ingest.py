@@ -14,6 +14,8 @@ from analysis import identities
 from db.documents import (
     DIFFUSION_COMMON,
     DIFFUSION_OUTPUTS,
+    LLM_NUMBERS,
+    MODEL_FACTS,
     LlmTaskRow,
     Manifest,
     ManifestModel,
@@ -224,16 +226,6 @@ async def _add_models(
     return models
 
 
-# Model facts every task-file row repeats from index.json.
-_MODEL_FACTS = (
-    "nickname",
-    "total_params_billions",
-    "activated_params_billions",
-    "architecture",
-    "weight_precision",
-)
-
-
 def _identity_checks(snapshot: Snapshot) -> list[identities.Violations]:
     return [
         violation
@@ -253,26 +245,6 @@ def _describe(v: identities.Violations) -> str:
     )
 
 
-# Task-file fields stored as configuration columns under the same name.
-_ROW_COLUMNS = (
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "data_parallel",
-    "expert_parallel",
-    "avg_batch_size",
-    "avg_output_len",
-    "avg_power_watts",
-    "energy_per_request_joules",
-    "energy_per_token_joules",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "output_throughput_tokens_per_sec",
-)
-
-
 def _model_task(model_id: int, task_id: int, path: str, doc: ModelFile) -> ModelTaskRow:
     histogram = doc.output_length_distribution
     return ModelTaskRow(
@@ -289,7 +261,7 @@ def _common(release_id: int, task_id: int, model: ModelRow, m: Measurement) -> d
     # A row that says other model facts than index.json keeps its own, so nothing is lost.
     overrides = {
         key: getattr(m.row, key)
-        for key in _MODEL_FACTS
+        for key in MODEL_FACTS
         if key in m.row.model_fields_set and getattr(m.row, key) != getattr(model, key)
     }
     return {
@@ -310,7 +282,7 @@ def _llm_configuration(
     histogram = m.detail.output_length_distribution
     return {
         **_common(release_id, task_id, model, m),
-        **{column: getattr(m.row, column) for column in _ROW_COLUMNS},
+        **{column: getattr(m.row, column) for column in LLM_NUMBERS},
         "parallel_notes": m.detail.parallelization.notes,
         "length_bins": histogram.bins,
         "length_counts": histogram.counts,

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.documents import LLM_NUMBERS
 from db.tables import (
     ConfigurationRow,
     DiffusionConfigurationRow,
@@ -21,23 +22,7 @@ from db.tables import (
 )
 
 # Columns a client may order by (all measured or stated numbers), per configuration table.
-ORDERABLE = (
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "data_parallel",
-    "expert_parallel",
-    "avg_batch_size",
-    "avg_output_len",
-    "avg_power_watts",
-    "energy_per_request_joules",
-    "energy_per_token_joules",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "output_throughput_tokens_per_sec",
-)
+ORDERABLE = LLM_NUMBERS
 DIFFUSION_ORDERABLE = (
     "num_gpus",
     "batch_size",
@@ -226,5 +211,5 @@ async def configuration(
     session: AsyncSession, *, release_id: int, id: int, table: Table = ConfigurationRow
 ) -> Any:
     """One configuration of the release by id, or None."""
-    row = await session.get(table, id)
-    return row if row is not None and row.release_id == release_id else None
+    query = select(table).where(table.id == id, table.release_id == release_id)
+    return await session.scalar(query)
