@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from enum import StrEnum
 
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
@@ -27,9 +28,43 @@ class NoData(ApiError):
     code = "NO_DATA"
 
 
+class Code(StrEnum):
+    """Codes of requests refused before execution; each limit in `graph.limits` has its own."""
+
+    GRAPHQL_PARSE_FAILED = "GRAPHQL_PARSE_FAILED"
+    DOCUMENT_TOO_LARGE = "DOCUMENT_TOO_LARGE"
+    TOO_MANY_TOKENS = "TOO_MANY_TOKENS"
+    QUERY_TOO_DEEP = "QUERY_TOO_DEEP"
+    TOO_MANY_ALIASES = "TOO_MANY_ALIASES"
+    TOO_MANY_DIRECTIVES = "TOO_MANY_DIRECTIVES"
+    QUERY_TOO_COMPLEX = "QUERY_TOO_COMPLEX"
+    THROTTLED = "THROTTLED"
+
+
+def refusal(message: str, code: Code, **extensions: object) -> GraphQLError:
+    """An error refusing the whole request, with its code (CodedErrors keeps a code it finds)."""
+    return GraphQLError(message, extensions={"code": str(code), **extensions})
+
+
+def _bad_variable(error: GraphQLError) -> bool:
+    """A variable value that does not fit its type: a request error, with graphql-core's own
+    error as the original (a field's errors have a path)."""
+    return error.path is None and isinstance(error.original_error, GraphQLError)
+
+
 def _expected(error: GraphQLError) -> bool:
     # Syntax and validation errors have no original error; ours carry a code.
-    return error.original_error is None or isinstance(error.original_error, ApiError)
+    return (
+        error.original_error is None
+        or isinstance(error.original_error, ApiError)
+        or _bad_variable(error)
+    )
+
+
+def _code(error: GraphQLError) -> str:
+    if isinstance(error.original_error, ApiError):
+        return error.original_error.code
+    return "BAD_USER_INPUT" if _bad_variable(error) else "GRAPHQL_VALIDATION_FAILED"
 
 
 class CodedErrors(MaskErrors):
@@ -52,9 +87,5 @@ class CodedErrors(MaskErrors):
         processed = super()._process_errors(errors)
         for error in processed:
             if error.extensions is None or "code" not in error.extensions:
-                original = error.original_error
-                code = (
-                    original.code if isinstance(original, ApiError) else "GRAPHQL_VALIDATION_FAILED"
-                )
-                error.extensions = {**(error.extensions or {}), "code": code}
+                error.extensions = {**(error.extensions or {}), "code": _code(error)}
         return processed

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import strawberry
-from strawberry.extensions import ParserCache, ValidationCache
 
 from graph import resolvers
 from graph.answers.ranking import RankingQuery
 from graph.answers.statistics import StatisticsQuery
 from graph.context import Context
 from graph.errors import CodedErrors
+from graph.limits import QueryLimits
 from graph.resolvers import (
     ConfigurationFilterInput,
     ConfigurationOrder,
@@ -175,11 +175,8 @@ def build_schema() -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
         types=[ImageConfiguration, VideoConfiguration],
-        extensions=[
-            CodedErrors,
-            lambda: ParserCache(maxsize=256),
-            lambda: ValidationCache(maxsize=256),
-        ],
+        # QueryLimits parses and validates (with their caches) within the request's limits.
+        extensions=[CodedErrors, QueryLimits],
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -37,6 +37,68 @@ class Settings(BaseSettings):
     max_page_size: int = Field(500, ge=1, description="Largest `first` a client may ask for")
     graphiql: bool = Field(True, description="Serve GraphiQL at /graphql to browsers")
     log_level: str = Field("info", description="uvicorn log level")
+    public_base_url: str | None = Field(
+        None,
+        description="Scheme and host (e.g. https://api.example.org) that the v1 documents' "
+        "`url` and `page` links use; by default the manifest's own",
+    )
+    cache: Literal["memory", "redis", "off"] = Field(
+        "memory",
+        description="Response cache: in this process, in Redis shared by every process "
+        "(with an in-process copy in front), or off",
+    )
+    cache_max_entries: int = Field(10_000, ge=0, description="Most answers the cache keeps")
+    cache_max_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="Most bytes of answers the in-process cache keeps"
+    )
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0", description="Redis for LEADGREEN_CACHE=redis"
+    )
+    redis_ttl_seconds: int = Field(
+        86_400, ge=1, description="How long Redis keeps an answer or a persisted query"
+    )
+    release_poll_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="Longest time a process answers from a release after a newer one is "
+        "committed (0: look up the release on every request)",
+    )
+    http_max_age: int = Field(
+        60, ge=0, description="Cache-Control max-age, in seconds, of successful GET answers"
+    )
+    gzip_min_bytes: int = Field(
+        1024, ge=0, description="Smallest answer gzipped for a client that accepts gzip"
+    )
+    persisted_queries: int = Field(
+        10_000, ge=0, description="Automatic persisted queries kept per process (0: APQ off)"
+    )
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1, description="Largest request body accepted, in bytes"
+    )
+    # Query limits, applied by graph.limits.QueryLimits (see the README's "Limits").
+    max_document_bytes: int = Field(
+        65_536, ge=1, description="Largest GraphQL document accepted, in bytes (UTF-8)"
+    )
+    max_tokens: int = Field(5_000, ge=1, description="Most tokens a GraphQL document may hold")
+    max_depth: int = Field(16, ge=1, description="Most levels of fields a query may nest")
+    max_aliases: int = Field(30, ge=0, description="Most aliases a query may use")
+    max_directives: int = Field(50, ge=0, description="Most directives a query may use")
+    max_repeated_directives: int = Field(
+        1, ge=1, description="Most uses of one directive at one location"
+    )
+    max_cost: int = Field(
+        250_000, ge=1, description="Highest estimated cost (see graph/cost.py) a query may have"
+    )
+    field_suggestions: bool = Field(
+        True, description='Suggest field and argument names ("Did you mean ...?") in errors'
+    )
+    rate_limit: bool = Field(False, description="Limit each client's query cost per second")
+    rate_limit_capacity: int = Field(
+        250_000, ge=1, description="Cost points a client's bucket holds"
+    )
+    rate_limit_restore_rate: float = Field(
+        12_500.0, gt=0, description="Cost points a client's bucket regains each second"
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod

@@ -13,7 +13,10 @@ pytestmark = pytest.mark.anyio
 
 async def test_post_and_get(synthetic_db, client) -> None:
     query = '{ model(slug: "tiny-1b") { name paramsB } }'
-    expected = {"data": {"model": {"name": "Tiny 1B", "paramsB": 1.0}}}
+    expected = {
+        "data": {"model": {"name": "Tiny 1B", "paramsB": 1.0}},
+        "extensions": {"cost": {"requestedQueryCost": 3, "actualQueryCost": 3}},
+    }
     posted = await client.post("/graphql", json={"query": query})
     assert (posted.status_code, posted.json()) == (200, expected)
     got = await client.get("/graphql", params={"query": query})

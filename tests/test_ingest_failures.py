@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import event, func, select
-from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import create_engine, sessionmaker

@@ -9,7 +9,6 @@ parameters, and no fit is worse than the ML.ENERGY toolkit's grid fit (re-done h
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections import defaultdict
 from itertools import pairwise
@@ -19,7 +18,7 @@ import numpy as np
 import pytest
 from pytest import approx
 
-from tests.conftest import ROOT, SNAPSHOT
+from tests.conftest import SNAPSHOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realdata]
 

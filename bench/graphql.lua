@@ -1,0 +1,54 @@
+-- wrk script: sends the requests of a file in turn and counts GraphQL errors sent with status 200.
+-- Usage: wrk ... -s bench/graphql.lua URL -- REQUESTS_FILE
+-- Each line of REQUESTS_FILE is "POST <path> <json body>" or "GET <path>".
+-- done() prints one line: "BENCH {json}" with requests, latency percentiles and error counts.
+
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  requests, index, graphql_errors, bad_status = {}, 0, 0, 0
+  for line in io.lines(args[1]) do
+    local method, path, body = line:match("^(%u+) (%S+) ?(.*)$")
+    local headers = {}
+    if method == "POST" then
+      headers["Content-Type"] = "application/json"
+    else
+      body = nil
+    end
+    table.insert(requests, wrk.format(method, path, headers, body))
+  end
+end
+
+function request()
+  index = index % #requests + 1
+  return requests[index]
+end
+
+function response(status, headers, body)
+  if status == 200 then
+    if body:find('"errors":', 1, true) then
+      graphql_errors = graphql_errors + 1
+    end
+  elseif status ~= 304 then
+    bad_status = bad_status + 1
+  end
+end
+
+function done(summary, latency, requests)
+  local errors, bad = 0, 0
+  for _, thread in ipairs(threads) do
+    errors = errors + thread:get("graphql_errors")
+    bad = bad + thread:get("bad_status")
+  end
+  local e = summary.errors
+  io.write(string.format(
+    'BENCH {"requests":%d,"duration_us":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,' ..
+    '"max_us":%d,"graphql_errors":%d,"bad_status":%d,"socket_errors":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
+    latency:percentile(99), latency.max, errors, bad,
+    e.connect + e.read + e.write + e.timeout))
+end

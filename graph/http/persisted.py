@@ -1,0 +1,77 @@
+"""Apollo-compatible automatic persisted queries: a document registered once, then sent by hash."""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from graph.http.request import BadRequest, GraphQLRequest, document_hash
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+log = logging.getLogger("leadgreen")
+_REDIS_PREFIX = "leadgreen:apq:"
+
+
+class PersistedQueries:
+    """Documents by SHA-256, least recently used first out; shared through Redis when given."""
+
+    def __init__(self, max_entries: int, redis: Redis | None = None, ttl_seconds: int = 0):
+        self.max_entries, self.redis, self.ttl = max_entries, redis, ttl_seconds
+        self._local: OrderedDict[str, str] = OrderedDict()
+
+    async def resolve(self, request: GraphQLRequest) -> str | None:
+        """The request's document: its own text, or the text registered under its hash.
+
+        None when only an unknown hash was sent (the client then sends the text with the hash,
+        which registers it). A text whose hash is not the one sent is refused.
+        """
+        sha = request.persisted_hash
+        if sha is None:
+            return request.query
+        if self.max_entries == 0:
+            raise BadRequest.graphql(
+                200, "PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED"
+            )
+        if request.query is None:
+            return await self.get(sha)
+        if document_hash(request.query) != sha:
+            raise BadRequest.graphql(400, "provided sha does not match query", "BAD_USER_INPUT")
+        await self.put(sha, request.query)
+        return request.query
+
+    async def get(self, sha: str) -> str | None:
+        query = self._local.get(sha)
+        if query is not None:
+            self._local.move_to_end(sha)
+            return query
+        if self.redis is None:
+            return None
+        try:
+            found = await self.redis.get(_REDIS_PREFIX + sha)
+        except Exception:
+            log.warning("redis unreachable; persisted queries of this process only", exc_info=True)
+            return None
+        if found is None:
+            return None
+        query = found if isinstance(found, str) else found.decode()
+        self._remember(sha, query)
+        return query
+
+    async def put(self, sha: str, query: str) -> None:
+        known = sha in self._local
+        self._remember(sha, query)
+        if self.redis is None or known:
+            return
+        try:
+            await self.redis.set(_REDIS_PREFIX + sha, query, ex=self.ttl)
+        except Exception:
+            log.warning("redis unreachable; persisted query kept in this process", exc_info=True)
+
+    def _remember(self, sha: str, query: str) -> None:
+        self._local[sha] = query
+        self._local.move_to_end(sha)
+        while len(self._local) > self.max_entries:
+            self._local.popitem(last=False)

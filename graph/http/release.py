@@ -1,0 +1,113 @@
+"""Which release a process answers from, re-read from the database at a bounded interval."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from db import reads
+from db.tables import ReleaseRow
+
+log = logging.getLogger("leadgreen")
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """The release answers come from, and a token naming what every answer may depend on."""
+
+    release: ReleaseRow
+    token: bytes
+
+
+async def read_current(session: AsyncSession) -> Current | None:
+    """The latest release, and the newest ingest (which `releases` and `changes` show even when
+    its data is older than the latest's): a new ingest of any kind changes the token. The
+    release id, digest and ingest time name it across databases sharing one Redis."""
+    latest = await reads.latest_release(session)
+    if latest is None:
+        return None
+    newest = await session.scalar(select(func.max(ReleaseRow.id)))
+    token = f"{latest.id}:{latest.digest}:{latest.ingested_at.isoformat()}:{newest}"
+    return Current(latest, token.encode())
+
+
+class ReleaseWatcher:
+    """The latest release, as of at most `poll_seconds` ago.
+
+    A background task re-reads it every `poll_seconds / 2`; a request that finds the last
+    reading older than `poll_seconds` (the task fell behind, or poll_seconds is 0) waits for a
+    fresh one. So once an ingest commits, no answer comes from an older release after
+    `poll_seconds` (plus the time of one SELECT).
+    """
+
+    def __init__(
+        self,
+        make_session: async_sessionmaker[AsyncSession],
+        poll_seconds: float,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.make_session, self.poll_seconds, self.clock = make_session, poll_seconds, clock
+        self.on_change = on_change
+        self._current: Current | None = None
+        self._read_at = -float("inf")
+        self._pending: asyncio.Task[Current | None] | None = None
+        self._pending_since = -float("inf")
+        self._task: asyncio.Task[None] | None = None
+
+    async def current(self) -> Current | None:
+        if self.clock() - self._read_at < self.poll_seconds:
+            return self._current
+        return await self.refresh()
+
+    async def refresh(self) -> Current | None:
+        """Read the latest release (joining a reading that started within the bound)."""
+        now, pending = self.clock(), self._pending
+        if (
+            pending is None
+            or now - self._pending_since >= self.poll_seconds
+            or (pending.done() and (pending.cancelled() or pending.exception() is not None))
+        ):
+            pending = self._pending = asyncio.ensure_future(self._read(now))
+            self._pending_since = now
+        return await asyncio.shield(pending)
+
+    async def _read(self, started: float) -> Current | None:
+        async with self.make_session() as session:
+            current = await read_current(session)
+        if started >= self._read_at:
+            old = self._current
+            self._current, self._read_at = current, started
+            if (old and old.token) != (current and current.token):
+                self.on_change()
+        return current
+
+    def start(self) -> None:
+        if self.poll_seconds > 0 and self._task is None:
+            self._task = asyncio.create_task(self._poll())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._pending is not None:  # let a reading in flight finish and give its connection back
+            with contextlib.suppress(Exception):
+                await self._pending
+
+    async def _poll(self) -> None:
+        while True:
+            try:
+                await self.refresh()
+            except Exception:  # the database is away for now; requests will say so
+                log.warning("could not read the current release", exc_info=True)
+            await asyncio.sleep(self.poll_seconds / 2)
