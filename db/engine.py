@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -31,8 +36,20 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
-    engine = create_async_engine(normalize_url(url), **kwargs)
+def create_engine(
+    url: str, *, statement_timeout: float | None = None, **kwargs: Any
+) -> AsyncEngine:
+    """An engine for `url`; on PostgreSQL, `statement_timeout` (seconds) bounds every statement
+    and every connection attempt of its connections."""
+    url = normalize_url(url)
+    if statement_timeout is not None and make_url(url).get_backend_name() == "postgresql":
+        milliseconds = str(max(1, round(statement_timeout * 1000)))
+        kwargs["connect_args"] = {
+            **kwargs.get("connect_args", {}),
+            "timeout": statement_timeout,
+            "server_settings": {"statement_timeout": milliseconds},
+        }
+    engine = create_async_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
@@ -49,6 +66,23 @@ def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
 
 
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _alembic_config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
 async def create_tables(engine: AsyncEngine) -> None:
+    """Bring the database's tables to the current revision (Alembic), creating them if new."""
     async with engine.begin() as conn:
-        await conn.run_sync(metadata.create_all)
+        await conn.run_sync(lambda sync: command.upgrade(_alembic_config(sync), "head"))
+
+
+def schema_drift(connection: Connection) -> list[Any]:
+    """Differences between the migrated database and `db.tables` (empty when they agree)."""
+    context = MigrationContext.configure(connection)
+    return list(compare_metadata(context, metadata))
