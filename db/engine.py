@@ -69,7 +69,7 @@ def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def _alembic_config(connection: Connection | None = None) -> Config:
+def alembic_config(connection: Connection | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -79,7 +79,7 @@ def _alembic_config(connection: Connection | None = None) -> Config:
 async def create_tables(engine: AsyncEngine) -> None:
     """Bring the database's tables to the current revision (Alembic), creating them if new."""
     async with engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.upgrade(_alembic_config(sync), "head"))
+        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), "head"))
 
 
 def schema_drift(connection: Connection) -> list[Any]:
