@@ -46,9 +46,12 @@ async def run_ingest(
     engine = create_engine(settings.database_url)
     try:
         await create_tables(engine)
-        async with sessionmaker(engine)() as session:
-            if only_if_empty and await reads.latest_release(session) is not None:
-                return None
+        make_session = sessionmaker(engine)
+        if only_if_empty:
+            async with make_session() as session:
+                if await reads.latest_release(session) is not None:
+                    return None
+        async with make_session() as session:
             echo(f"reading {source} ...")
             snapshot = await load_snapshot(source)
             manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)

@@ -18,7 +18,7 @@ def encode(field: str, value: Any, row_id: int) -> str:
 def decode(cursor: str, field: str) -> tuple[Any, int]:
     """The (value, id) a cursor points at, for a page ordered by `field`."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
         name, value, row_id = json.loads(raw)
     except (binascii.Error, ValueError, TypeError) as exc:
         raise BadInput(f"`after` is not a cursor this API issued: {cursor[:40]!r}") from exc

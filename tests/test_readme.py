@@ -20,9 +20,7 @@ def test_the_readme_shows_queries() -> None:
     assert len(QUERIES) >= 15
 
 
-@pytest.mark.parametrize(
-    "query", [q for q in QUERIES if TWO_RELEASES not in q and FAILS not in q]
-)
+@pytest.mark.parametrize("query", [q for q in QUERIES if TWO_RELEASES not in q and FAILS not in q])
 async def test_readme_query(execute_real, query: str) -> None:
     data = await execute_real(query)
     assert "errors" not in data, data
