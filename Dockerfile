@@ -1,4 +1,4 @@
-# LeadGreen API: `leadgreen serve` on SQLite in /data, non-root, with a health check.
+# LeadGreen API: `leadgreen serve` on SQLite in /data, non-root, rate-limited, with a health check.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -6,7 +6,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     LEADGREEN_HOST=0.0.0.0 \
     LEADGREEN_PORT=8000 \
-    LEADGREEN_DATABASE_URL=/data/leadgreen.db
+    LEADGREEN_DATABASE_URL=/data/leadgreen.db \
+    LEADGREEN_RATE_LIMIT=true
 
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md ./

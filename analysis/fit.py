@@ -16,18 +16,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-from scipy.optimize import least_squares
-from scipy.special import expit
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
+    Vector = npt.NDArray[np.float64]
+
+# numpy and scipy are imported where a fit is made, not at import: scipy.optimize alone takes
+# about 0.3 s to import, which every process start would pay before its first answer.
 # Four parameters need at least four distinct batch sizes; with fewer, any curve fits exactly.
 MIN_BATCH_SIZES = 4
 # A fit that misses the measured value at some batch size by more than this is not served.
 MISS_TOLERANCE = 0.15
 _K_BOUNDS = (1e-2, 1e2)
-Vector = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Logistic:
         return self.at_log2(math.log2(batch_size))
 
     def at_log2(self, x: float) -> float:
+        from scipy.special import expit
+
         return self.b0 + self.amplitude * float(expit(self.k * (x - self.x0)))
 
 
@@ -148,6 +153,10 @@ def fit_logistic(batch_sizes: Sequence[float], values: Sequence[float]) -> Logis
         raise ValueError("batch_sizes and values differ in length")
     if len(set(batch_sizes)) < MIN_BATCH_SIZES:
         raise ValueError(f"a fit needs at least {MIN_BATCH_SIZES} distinct batch sizes")
+    import numpy as np
+    from scipy.optimize import least_squares
+    from scipy.special import expit
+
     x = np.log2(np.asarray(batch_sizes, dtype=float))
     y = np.asarray(values, dtype=float)
     # Fit in units of the largest value so the tolerances mean the same for watts and joules.
@@ -176,6 +185,9 @@ def fit_logistic(batch_sizes: Sequence[float], values: Sequence[float]) -> Logis
 
 def _grid(x: Vector, y: Vector) -> tuple[Vector, float]:
     """The toolkit's grid: for each (k, x0), b0 and L by linear least squares; the best."""
+    import numpy as np
+    from scipy.special import expit
+
     ks = np.logspace(-2, 2, 60)[:, None, None]
     x0s = np.linspace(float(x.min()) - 1.0, float(x.max()) + 1.0, 40)[None, :, None]
     s = expit(ks * (x[None, None, :] - x0s))

@@ -1,7 +1,9 @@
-"""The ASGI app: GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, CORS."""
+"""The ASGI app: GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz,
+the documents, CORS; every error JSON."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -10,27 +12,27 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
-from strawberry.asgi import GraphQL
 from strawberry.http.ides import get_graphql_ide_html
 
 from db import reads
-from db.engine import create_engine, create_tables, sessionmaker
+from db.engine import create_engine, create_tables, normalize_url, sessionmaker
 from graph.cache import connect_redis, make_cache
-from graph.context import Context
 from graph.documents import document_routes
+from graph.http.faults import JSONErrors, http_error
 from graph.http.handler import GraphQLHandler
 from graph.http.persisted import PersistedQueries
-from graph.http.release import ReleaseWatcher
+from graph.http.ratelimit import RateLimiter
+from graph.http.release import ReleaseWatcher, read_current
 from graph.queries import MODEL_PAGE
-from graph.schema import schema
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
@@ -41,26 +43,6 @@ def _graphiql_html() -> str:
     """Strawberry's GraphiQL page with the model-page query as its default tab."""
     query = json.dumps(MODEL_PAGE)
     return _EXAMPLE.sub(lambda _: f"const EXAMPLE_QUERY = {query};", get_graphql_ide_html())
-
-
-class GraphQLApp(GraphQL[Context, None]):
-    """Strawberry's ASGI view with one database session per request."""
-
-    def __init__(self, settings: Settings, make_session: async_sessionmaker[AsyncSession]):
-        super().__init__(schema, graphql_ide="graphiql" if settings.graphiql else None)
-        self.settings, self.make_session = settings, make_session
-        self.ide_html = _graphiql_html()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async with self.make_session() as session:
-            scope.setdefault("state", {})["session"] = session
-            await super().__call__(scope, receive, send)
-
-    async def get_context(self, request: Any, response: Any) -> Context:
-        return Context(session=request.state.session, settings=self.settings)
-
-    async def render_graphql_ide(self, request: Request) -> Response:
-        return HTMLResponse(self.ide_html)
 
 
 class LeadGreen(Starlette):
@@ -87,10 +69,22 @@ def _rooted(scope: Scope) -> str:
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    engine = create_engine(settings.database_url)
+    engine = create_engine(
+        settings.database_url,
+        statement_timeout=settings.request_timeout_seconds,
+        # A connection that died with the database is replaced, not handed to a request.
+        pool_pre_ping=make_url(normalize_url(settings.database_url)).get_backend_name()
+        == "postgresql",
+    )
     make_session = sessionmaker(engine)
-    redis = connect_redis(settings.redis_url) if settings.cache == "redis" else None
-    cache = make_cache(settings, redis)
+    shared_buckets = settings.rate_limit and (
+        settings.rate_limit_store == "redis"
+        or (settings.rate_limit_store == "auto" and settings.cache == "redis")
+    )
+    redis = (
+        connect_redis(settings.redis_url) if settings.cache == "redis" or shared_buckets else None
+    )
+    cache = make_cache(settings, redis if settings.cache == "redis" else None)
     # Answers of a release no longer served cannot be asked for again: free them.
     release = ReleaseWatcher(
         make_session, settings.release_poll_seconds, on_change=cache.forget_local
@@ -100,8 +94,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
         make_session,
         cache=cache,
         release=release,
-        persisted=PersistedQueries(settings.persisted_queries, redis, settings.redis_ttl_seconds),
-        fallback=GraphQLApp(settings, make_session),
+        persisted=PersistedQueries(
+            settings.persisted_queries,
+            redis if settings.cache == "redis" else None,
+            settings.redis_ttl_seconds,
+        ),
+        limiter=RateLimiter(settings, redis if shared_buckets else None)
+        if settings.rate_limit
+        else None,
+        graphiql=_graphiql_html().encode() if settings.graphiql else None,
     )
     cors: dict[str, Any] = {
         "allow_origins": settings.cors_origins,
@@ -128,6 +129,25 @@ def create_app(settings: Settings | None = None) -> Starlette:
             }
         )
 
+    async def readyz(_request: Request) -> Response:
+        """Ready when the database answers, now, and holds a release to serve."""
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_SECONDS), make_session() as session:
+                current = await read_current(session)
+        except Exception as exc:
+            log.warning("readyz: database unreachable: %r", exc)
+            return _not_ready("database unreachable")
+        if current is None:
+            return _not_ready("no release loaded: run `leadgreen ingest`")
+        return JSONResponse(
+            {
+                "status": "ready",
+                "release": current.release.id,
+                "lastUpdated": current.release.last_updated,
+            },
+            headers={"cache-control": "no-store"},
+        )
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         await create_tables(engine)
@@ -144,8 +164,22 @@ def create_app(settings: Settings | None = None) -> Starlette:
         graphql,
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, settings.http_max_age),
         ],
-        middleware=[Middleware(CORSMiddleware, **cors)] if settings.cors_origins else [],
+        middleware=[
+            Middleware(JSONErrors),
+            *([Middleware(CORSMiddleware, **cors)] if settings.cors_origins else []),
+        ],
+        exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
+    )
+
+
+READY_TIMEOUT_SECONDS = 5.0
+
+
+def _not_ready(reason: str) -> Response:
+    return JSONResponse(
+        {"status": "unavailable", "reason": reason}, 503, headers={"cache-control": "no-store"}
     )

@@ -50,6 +50,8 @@ from graphql import (
 )
 from graphql.execution.values import VariableValues
 
+from graph.memo import Memo, Same, frozen
+
 Arguments = Mapping[str, Any]
 # The size of a list field from its own arguments and those of the field above it.
 Size = Callable[[Arguments, Arguments], int]
@@ -284,6 +286,10 @@ class Requested:
         return not (skip and skip["if"]) and not (include and not include["if"])
 
 
+# Requested costs of recent (schema, document, operation, variables, pages).
+_REQUESTED = Memo(1024)
+
+
 def requested_cost(
     schema: GraphQLSchema,
     document: DocumentNode,
@@ -291,7 +297,29 @@ def requested_cost(
     variables: Mapping[str, Any] | None,
     pages: Pages,
 ) -> int | None:
-    """The operation's estimated cost; None when its variables do not fit (execution says why)."""
+    """The operation's estimated cost; None when its variables do not fit (execution says why).
+
+    Remembered per document and variables: a page asked for again costs a dict lookup.
+    """
+    try:
+        key = (schema, Same(document), operation_name, frozen(variables or {}), pages)
+    except TypeError:
+        return _requested_cost(schema, document, operation_name, variables, pages)
+    return cast(
+        int | None,
+        _REQUESTED.get(
+            key, lambda: _requested_cost(schema, document, operation_name, variables, pages)
+        ),
+    )
+
+
+def _requested_cost(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    operation_name: str | None,
+    variables: Mapping[str, Any] | None,
+    pages: Pages,
+) -> int | None:
     operation = get_operation_ast(document, operation_name)
     root = schema.get_root_type(operation.operation) if operation else None
     if operation is None or root is None:
@@ -309,37 +337,30 @@ def requested_cost(
         return None
 
 
-class Counted:
-    """The cost of an operation's result: each field 1, each object's fields once per object."""
+class Shape:
+    """The fields of a selection that have selections of their own, by response key.
 
-    def __init__(self, document: DocumentNode) -> None:
-        self.fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        self._fields: dict[tuple[int, ...], dict[str, tuple[SelectionSetNode, ...]]] = {}
+    The result holds only what applied, so fragments count whatever their type condition.
+    Built as far as a result goes, once per document and operation.
+    """
 
-    def object(self, value: Mapping[str, Any], sets: tuple[SelectionSetNode, ...]) -> int:
-        fields = self.fields(sets)
-        return sum(1 + self.value(child, fields.get(key, ())) for key, child in value.items())
+    __slots__ = ("_children", "fragments", "sets")
 
-    def value(self, value: Any, sets: tuple[SelectionSetNode, ...]) -> int:
-        if not sets:
-            return 0
-        if isinstance(value, Mapping):
-            return self.object(value, sets)
-        if isinstance(value, list):
-            return sum(self.value(item, sets) for item in value)
-        return 0
+    def __init__(
+        self,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        sets: tuple[SelectionSetNode, ...],
+    ) -> None:
+        self.fragments, self.sets = fragments, sets
+        self._children: dict[str, Shape] | None = None
 
-    def fields(self, sets: tuple[SelectionSetNode, ...]) -> dict[str, tuple[SelectionSetNode, ...]]:
-        """Sub-selections by response key, whatever the type (the result holds what applied)."""
-        key = tuple(map(id, sets))
-        if key not in self._fields:
+    def children(self) -> dict[str, Shape]:
+        if self._children is None:
             found: dict[str, list[SelectionSetNode]] = {}
-            for selection_set in sets:
+            for selection_set in self.sets:
                 self._collect(selection_set, found, set())
-            self._fields[key] = {k: tuple(v) for k, v in found.items()}
-        return self._fields[key]
+            self._children = {k: Shape(self.fragments, tuple(v)) for k, v in found.items() if v}
+        return self._children
 
     def _collect(
         self, node: SelectionSetNode, found: dict[str, list[SelectionSetNode]], spread: set[str]
@@ -358,9 +379,44 @@ class Counted:
                 if fragment is not None:
                     self._collect(fragment.selection_set, found, spread)
 
+    def count(self, value: Mapping[str, Any]) -> int:
+        """Each field of the object 1, plus the cost of each object below it."""
+        total = len(value)
+        for key, child in self.children().items():
+            if key in value:
+                total += child.count_value(value[key])
+        return total
+
+    def count_value(self, value: Any) -> int:
+        if isinstance(value, Mapping):
+            return self.count(value)
+        if isinstance(value, list):
+            if not self.children():  # objects of leaves (a table's rows): each its field count
+                return sum(
+                    len(item) if isinstance(item, Mapping) else self.count_value(item)
+                    for item in value
+                )
+            return sum(self.count_value(item) for item in value)
+        return 0
+
+
+_SHAPES = Memo(256)
+
+
+def _shape(document: DocumentNode, operation_name: str | None) -> Shape | None:
+    operation = get_operation_ast(document, operation_name)
+    if operation is None:
+        return None
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    return Shape(fragments, (operation.selection_set,))
+
 
 def actual_cost(document: DocumentNode, operation_name: str | None, data: Any) -> int:
-    operation = get_operation_ast(document, operation_name)
-    if operation is None or not isinstance(data, Mapping):
+    """The cost of the result: each field 1, each object's fields once per object. A field
+    without a selection counts 1 whatever its value, so only objects are walked."""
+    if not isinstance(data, Mapping):
         return 0
-    return Counted(document).object(data, (operation.selection_set,))
+    shape = _SHAPES.get((Same(document), operation_name), lambda: _shape(document, operation_name))
+    return 0 if shape is None else cast(Shape, shape).count(data)

@@ -114,7 +114,8 @@ def document_routes(
             context_value=Context(session=session, settings=settings),
         )
         if result.errors:
-            raise ApiError(result.errors[0].message)
+            # Chained, so a database fault is still recognised (503) by the error middleware.
+            raise ApiError(result.errors[0].message) from result.errors[0].original_error
         assert result.data is not None
         return result.data
 

@@ -1,4 +1,4 @@
-"""Query limits (size, tokens, depth, aliases, directives, cost) and the cost bucket, in one place.
+"""Query limits (size, tokens, depth, aliases, directives, cost) and their charging, in one place.
 
 `QueryLimits` reads them from the request's settings, so one schema serves apps with different
 settings. It parses and validates itself (with a cache, as strawberry's ParserCache and
@@ -10,43 +10,43 @@ Here each fragment is walked once and counted wherever it is spread.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import re
 import time
 import uuid
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from graphql import (
     DocumentNode,
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
+    FloatValueNode,
     GraphQLError,
     GraphQLSchema,
     GraphQLSyntaxError,
-    InlineFragmentNode,
+    Lexer,
     OperationDefinitionNode,
-    SelectionSetNode,
+    Source,
+    TokenKind,
     parse,
     validate,
 )
-from graphql.validation import ASTValidationRule
+from graphql.validation import ASTValidationRule, ValidationRule
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 
 from graph.cost import Pages, actual_cost, requested_cost
 from graph.errors import Code, refusal
+from graph.http.ratelimit import CostBucket as CostBucket  # where it was: tests import it here
+from graph.http.ratelimit import throttled
 from graph.settings import Settings
+from graph.shape import MAX_FRAGMENT_NESTING, FragmentsTooDeep, Measure, Shape, repeated_directives
 
 log = logging.getLogger("leadgreen")
-# Fragments spread inside fragments deeper than this are refused (the walk is recursive).
-MAX_FRAGMENT_NESTING = 64
 clock = time.monotonic  # the buckets' clock; tests set their own
 
 
@@ -84,107 +84,6 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits.of(Settings.model_construct())
-
-
-@dataclass(frozen=True)
-class Shape:
-    """An operation with its fragments spread: how deep, how many aliases and directives."""
-
-    depth: int = 0
-    aliases: int = 0
-    directives: int = 0
-
-    def plus(self, other: Shape) -> Shape:
-        return Shape(
-            max(self.depth, other.depth),
-            self.aliases + other.aliases,
-            self.directives + other.directives,
-        )
-
-
-class FragmentsTooDeep(Exception):
-    pass
-
-
-class Measure:
-    """Shapes of a document's operations, each fragment measured once.
-
-    Depth is followed only to one level past `cap`, so the walk stays as shallow as the limit.
-    A fragment is measured where it is first spread, with the room left there; when it is cut
-    short the operation is too deep whatever its other counts.
-    """
-
-    def __init__(self, document: DocumentNode, cap: int) -> None:
-        self.fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        self.cap = cap
-        self._shapes: dict[str, Shape] = {}
-        self._spreading: list[str] = []
-
-    def operation(self, node: OperationDefinitionNode) -> Shape:
-        own = Shape(directives=len(node.directives or ()))
-        return own.plus(self.selections(node.selection_set, 0, self.cap))
-
-    def selections(self, node: SelectionSetNode, level: int, cap: int) -> Shape:
-        shape = Shape()
-        for selection in node.selections:
-            own = Shape(directives=len(selection.directives or ()))
-            if isinstance(selection, FieldNode):
-                own = own.plus(Shape(level + 1, 1 if selection.alias else 0))
-                if selection.selection_set is not None and level < cap:
-                    own = own.plus(self.selections(selection.selection_set, level + 1, cap))
-            elif isinstance(selection, InlineFragmentNode):
-                own = own.plus(self.selections(selection.selection_set, level, cap))
-            elif isinstance(selection, FragmentSpreadNode):
-                inner = self.fragment(selection.name.value, cap - level)
-                own = own.plus(Shape(level + inner.depth, inner.aliases, inner.directives))
-            shape = shape.plus(own)
-        return shape
-
-    def fragment(self, name: str, room: int) -> Shape:
-        """The fragment's shape, its depth counted from where it is spread."""
-        if name in self._shapes:
-            return self._shapes[name]
-        definition = self.fragments.get(name)
-        if definition is None or name in self._spreading:  # unknown, or a cycle: validation says so
-            return Shape()
-        if len(self._spreading) >= MAX_FRAGMENT_NESTING:
-            raise FragmentsTooDeep
-        self._spreading.append(name)
-        try:
-            inner = self.selections(definition.selection_set, 0, room)
-        finally:
-            self._spreading.pop()
-        shape = inner.plus(Shape(directives=len(definition.directives or ())))
-        self._shapes[name] = shape
-        return shape
-
-
-def repeated_directives(document: DocumentNode) -> Iterator[tuple[str, int, str]]:
-    """(directive, times, where) for every location that uses one directive more than once."""
-    stack: list[Any] = list(document.definitions)
-    while stack:
-        node = stack.pop()
-        counts = Counter(d.name.value for d in getattr(node, "directives", None) or ())
-        for name, times in counts.items():
-            if times > 1:
-                yield name, times, _where(node)
-        selection_set = getattr(node, "selection_set", None)
-        if selection_set is not None:
-            stack.extend(selection_set.selections)
-
-
-def _where(node: Any) -> str:
-    if isinstance(node, FieldNode):
-        return f"field `{node.name.value}`"
-    if isinstance(node, FragmentSpreadNode):
-        return f"spread of fragment `{node.name.value}`"
-    if isinstance(node, FragmentDefinitionNode):
-        return f"fragment `{node.name.value}`"
-    if isinstance(node, OperationDefinitionNode):
-        return "the operation"
-    return "an inline fragment"
 
 
 def limit_errors(document: DocumentNode, limits: Limits) -> list[GraphQLError]:
@@ -251,7 +150,10 @@ def _parse(query: str, limits: Limits) -> DocumentNode:
     try:
         return parse(query, max_tokens=limits.tokens)
     except GraphQLSyntaxError as error:
-        if _TOKENS.search(error.message):
+        # graphql-core stops at its nesting limit before it has counted every token.
+        if _TOKENS.search(error.message) or (
+            _NESTED in error.message and _more_tokens_than(query, limits.tokens)
+        ):
             raise refusal(
                 f"The document has more than {limits.tokens} tokens, the limit.",
                 Code.TOO_MANY_TOKENS,
@@ -262,6 +164,27 @@ def _parse(query: str, limits: Limits) -> DocumentNode:
             )
         }
         raise
+
+
+def _more_tokens_than(query: str, limit: int) -> bool:
+    lexer = Lexer(Source(query))
+    try:
+        for _ in range(limit + 1):
+            if lexer.advance().kind is TokenKind.EOF:
+                return False
+    except GraphQLSyntaxError:
+        return False
+    return True
+
+
+class FiniteNumbers(ValidationRule):
+    """A number literal must fit a double: `1e400` would be read as infinity."""
+
+    def enter_float_value(self, node: FloatValueNode, *_args: object) -> None:
+        if not math.isfinite(float(node.value)):
+            self.report_error(
+                GraphQLError(f"{node.value} is not a finite number a Float can hold.", node)
+            )
 
 
 @lru_cache(maxsize=256)
@@ -276,90 +199,27 @@ def _validate(
     refused = limit_errors(document, limits)
     if refused:
         return tuple(refused)
-    rules = (*rules, MaybeNullValidationRule, OneOfInputValidationRule)
+    rules = (*rules, MaybeNullValidationRule, OneOfInputValidationRule, FiniteNumbers)
     return tuple(validate(schema, document, rules, hide_suggestions=not limits.field_suggestions))
 
 
 _SUGGESTION = re.compile(r"\s*Did you mean .*$", re.S)
 
 
-class CostBucket:
-    """A leaky bucket of cost points per client, held in this process (Shopify's model).
-
-    Each client's bucket holds up to `capacity` points and refills at `restore_rate` points a
-    second. A query takes its requested cost before it runs and gives back what it did not use.
-    A query costing more than the capacity runs once the bucket is full, and leaves it in debt.
-    Buckets that have refilled are forgotten once more than `max_clients` are held.
-    """
-
-    def __init__(self, capacity: int, restore_rate: float, *, max_clients: int = 100_000) -> None:
-        self.capacity, self.restore_rate, self.max_clients = capacity, restore_rate, max_clients
-        self._levels: dict[str, tuple[float, float]] = {}  # client -> (points, at)
-
-    def available(self, client: str, now: float) -> float:
-        points, at = self._levels.get(client, (self.capacity, now))
-        return min(float(self.capacity), points + max(0.0, now - at) * self.restore_rate)
-
-    def take(self, client: str, cost: float, now: float) -> tuple[bool, float, float]:
-        """(allowed, points available afterwards, seconds until the cost would be allowed)."""
-        available = self.available(client, now)
-        needed = min(cost, self.capacity)
-        if available < needed:
-            self._levels[client] = (available, now)
-            return False, available, (needed - available) / self.restore_rate
-        self._levels[client] = (available - cost, now)
-        if len(self._levels) > self.max_clients:
-            self._forget_full(now)
-        return True, available - cost, 0.0
-
-    def refund(self, client: str, points: float, now: float) -> float:
-        """Give back points a query did not use (negative: take what it used beyond its
-        estimate); returns the points available afterwards."""
-        available = min(float(self.capacity), self.available(client, now) + points)
-        self._levels[client] = (available, now)
-        return available
-
-    def _forget_full(self, now: float) -> None:
-        full = [c for c in self._levels if self.available(c, now) >= self.capacity]
-        for client in full:
-            del self._levels[client]
-
-
-_BUCKETS: dict[tuple[int, float], CostBucket] = {}
-
-
-def process_bucket(capacity: int, restore_rate: float) -> CostBucket:
-    """The bucket of this process for these settings (until the HTTP layer brings its own)."""
-    key = (capacity, restore_rate)
-    if key not in _BUCKETS:
-        _BUCKETS[key] = CostBucket(capacity, restore_rate)
-    return _BUCKETS[key]
-
-
-@dataclass
-class Throttle:
-    bucket: CostBucket
-    client: str
-
-    def status(self, now: float) -> dict[str, Any]:
-        return {
-            "maximumAvailable": self.bucket.capacity,
-            "currentlyAvailable": math.floor(self.bucket.available(self.client, now)),
-            "restoreRate": self.bucket.restore_rate,
-        }
-
-
 class QueryLimits(SchemaExtension):
     """Parses and validates within the request's limits, refuses a query that costs too much
     (or that the client's bucket cannot pay for) before it runs, and reports `extensions.cost`.
 
-    The context may carry `client` (who pays; "anonymous" otherwise) and `cost_bucket` (any
-    object with CostBucket's `take`, `refund` and `available`; this process's otherwise).
+    With rate limiting on, the context carries `cost_bucket` (CostBucket's `take` and `refund`,
+    plain or awaitable, and its `capacity` and `restore_rate`: the HTTP layer's RateLimiter)
+    and `client`, who pays. Without a bucket nothing is charged.
     """
 
     limits = DEFAULT_LIMITS
     requested: int | None = None
-    throttle: Throttle | None = None
+    bucket: Any = None
+    client = "anonymous"
+    available: float | None = None
     refused = False
 
     def on_operation(self) -> Iterator[None]:
@@ -387,7 +247,7 @@ class QueryLimits(SchemaExtension):
             context.graphql_document = _parse(context.query, self.limits)
         yield
 
-    def on_validate(self) -> Iterator[None]:
+    async def on_validate(self) -> AsyncIterator[None]:
         context = self.execution_context
         assert context.graphql_document is not None
         try:
@@ -400,7 +260,7 @@ class QueryLimits(SchemaExtension):
                 )
             )
             if not errors:
-                errors = self._charge()
+                errors = _several_operations(context) or await self._charge()
         except Exception as error:  # a bug here must not reach the client unmasked
             request_id = uuid.uuid4().hex
             log.error("request %s failed checking limits", request_id, exc_info=error)
@@ -413,7 +273,7 @@ class QueryLimits(SchemaExtension):
         context.pre_execution_errors = errors
         yield
 
-    def _charge(self) -> list[GraphQLError]:
+    async def _charge(self) -> list[GraphQLError]:
         """Errors refusing the query for its cost; none when it may run."""
         context = self.execution_context
         assert context.graphql_document is not None
@@ -436,29 +296,23 @@ class QueryLimits(SchemaExtension):
                     maxCost=self.limits.cost,
                 )
             ]
-        if not self.limits.rate_limit:
+        bucket = getattr(context.context, "cost_bucket", None)
+        if not self.limits.rate_limit or bucket is None:
             return []
-        limits, now = self.limits, clock()
-        bucket = getattr(context.context, "cost_bucket", None) or process_bucket(
-            limits.rate_limit_capacity, limits.rate_limit_restore_rate
+        self.bucket, self.client = bucket, getattr(context.context, "client", None) or "anonymous"
+        allowed, self.available, retry_after = await _maybe(
+            bucket.take(self.client, self.requested, clock())
         )
-        self.throttle = Throttle(bucket, getattr(context.context, "client", None) or "anonymous")
-        allowed, available, retry_after = bucket.take(self.throttle.client, self.requested, now)
         if allowed:
             return []
         self.refused = True
         return [
-            refusal(
-                f"Throttled: the query costs {self.requested} and {math.floor(available)} of "
-                f"{bucket.capacity} points are available, restoring "
-                f"{bucket.restore_rate:g} a second.",
-                Code.THROTTLED,
-                cost=self.requested,
-                retryAfter=math.ceil(retry_after * 10) / 10,
+            throttled(
+                self.requested, self.available, bucket.capacity, bucket.restore_rate, retry_after
             )
         ]
 
-    def get_results(self) -> dict[str, Any]:
+    async def get_results(self) -> dict[str, Any]:
         """`cost` for an answer without errors, or one refused for its cost; none otherwise.
 
         The bucket gets back what the query did not use, whatever the answer.
@@ -466,14 +320,40 @@ class QueryLimits(SchemaExtension):
         context, requested = self.execution_context, self.requested
         if requested is None:
             return {}
-        result, actual, now = context.result, None, clock()
+        result, actual = context.result, None
         if result is not None and context.graphql_document is not None:
             actual = actual_cost(context.graphql_document, context.operation_name, result.data)
-            if self.throttle is not None:
-                self.throttle.bucket.refund(self.throttle.client, requested - actual, now)
+            if self.bucket is not None and not self.refused:
+                self.available = await _maybe(
+                    self.bucket.refund(self.client, requested - actual, clock())
+                )
         if not self.refused and (result is None or result.errors):
             return {}
         report: dict[str, Any] = {"requestedQueryCost": requested, "actualQueryCost": actual}
-        if self.throttle is not None:
-            report["throttleStatus"] = self.throttle.status(now)
+        if self.bucket is not None and self.available is not None:
+            report["throttleStatus"] = {
+                "maximumAvailable": self.bucket.capacity,
+                "currentlyAvailable": math.floor(self.available),
+                "restoreRate": self.bucket.restore_rate,
+            }
         return {"cost": report}
+
+
+def _several_operations(context: Any) -> list[GraphQLError]:
+    """The spec's GetOperation() needs a name when a document has several operations;
+    strawberry runs the first (it fills in the operation name it was not given)."""
+    if getattr(context, "_provided_operation_name", None) is not None:
+        return []
+    definitions = context.graphql_document.definitions
+    if sum(isinstance(d, OperationDefinitionNode) for d in definitions) < 2:
+        return []
+    return [
+        refusal(
+            "The document holds several operations: say which to run with `operationName`.",
+            Code.BAD_REQUEST,
+        )
+    ]
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

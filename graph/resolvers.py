@@ -1,4 +1,4 @@
-"""Root-field resolvers: read the arguments, call a `db.reads` function, convert."""
+"""Root-field resolvers: read the arguments, look in the release's catalog, convert."""
 
 from __future__ import annotations
 
@@ -10,15 +10,15 @@ import strawberry
 
 from analysis.changes import diff_releases
 from db import reads
+from db.catalog import Catalog, ConfigurationFilter
 from db.export import export_documents
-from db.reads import ConfigurationFilter
 from db.tables import ConfigurationRow, DiffusionConfigurationRow
 from graph import cursor
 from graph.context import Context
-from graph.errors import BadInput
+from graph.errors import BadInput, NoData
 from graph.types.changes import ReleaseChanges
 from graph.types.configuration import Configuration, Connection, Edge, PageInfo
-from graph.types.diffusion import diffusion_from_row
+from graph.types.diffusion import diffusion_of
 from graph.types.gpu import Gpu
 from graph.types.model import Model
 from graph.types.source import LeadGreenIndex, Release, Source
@@ -92,10 +92,7 @@ class DiffusionConfigurationFilterInput:
 
 
 async def current_source(context: Context, release_id: int | None = None) -> Source:
-    release = await context.release(release_id)
-    row = await context.sources.load(release.id)
-    assert row is not None, "every release is ingested with its source"
-    return Source.from_rows(row, release)
+    return Source.of(await context.catalog(release_id))
 
 
 async def model(
@@ -103,40 +100,39 @@ async def model(
 ) -> Model | None:
     if (slug is None) == (model_id is None):
         raise BadInput("give exactly one of `slug` and `modelId`")
-    row = await context.read(
-        reads.model, release_id=await context.release_id(release), slug=slug, model_id=model_id
-    )
-    return Model.from_row(row) if row else None
+    catalog = await context.catalog(release)
+    row = catalog.model(slug=slug, model_id=model_id)
+    return Model.of(catalog, row) if row else None
 
 
 async def models(context: Context, release: int | None = None) -> list[Model]:
-    rows = await context.read(reads.models, release_id=await context.release_id(release))
-    return [Model.from_row(row) for row in rows]
+    catalog = await context.catalog(release)
+    return [Model.of(catalog, row) for row in catalog.models]
 
 
 async def index(context: Context, release: int | None = None) -> LeadGreenIndex:
-    row = await context.release(release)
-    rows = await context.read(reads.models, release_id=row.id, in_manifest=True)
+    catalog = await context.catalog(release)
+    row = catalog.release
     return LeadGreenIndex(
         version=row.manifest_version,
         updated=row.manifest_updated,
         data_version=row.manifest_data_version,
-        source=await current_source(context, row.id),
-        models=[Model.from_row(model) for model in rows],
+        source=Source.of(catalog),
+        models=[Model.of(catalog, model) for model in catalog.in_manifest],
     )
 
 
 async def gpus(context: Context) -> list[Gpu]:
-    return [Gpu.from_row(row) for row in await context.read(reads.gpus)]
+    try:
+        catalog = await context.catalog()
+    except NoData:  # GPU types are not per release: list them even before the first one
+        return [Gpu.from_row(row) for row in await context.read(reads.gpus)]
+    return [Gpu.of(catalog, row.name) for row in catalog.gpus]
 
 
 async def tasks(context: Context, release: int | None = None) -> list[Task]:
-    release_id = await context.release_id(release)
-    return [
-        Task.from_row(row)
-        for row in (await context.tasks()).values()
-        if row.release_id == release_id
-    ]
+    catalog = await context.catalog(release)
+    return [Task.of(catalog, row.id) for row in catalog.tasks]
 
 
 async def changes(
@@ -151,12 +147,10 @@ async def releases(context: Context) -> list[Release]:
     return [Release.from_row(row) for row in await context.read(reads.releases)]
 
 
-async def _filter(
-    context: Context,
-    given: ConfigurationFilterInput | DiffusionConfigurationFilterInput | None,
-    release_id: int,
+def _filter(
+    catalog: Catalog, given: ConfigurationFilterInput | DiffusionConfigurationFilterInput | None
 ) -> ConfigurationFilter | None:
-    """The db filter for `given`, or None when it names a model that does not exist."""
+    """The filter for `given`, or None when it names a model that does not exist."""
     if given is None:
         return ConfigurationFilter()
     max_itl = getattr(given, "max_median_itl_ms", None)
@@ -164,9 +158,7 @@ async def _filter(
         raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_itl}")
     model_ids = None
     if given.model is not None or given.model_id is not None:
-        row = await context.read(
-            reads.model, release_id=release_id, slug=given.model, model_id=given.model_id
-        )
+        row = catalog.model(slug=given.model, model_id=given.model_id)
         if row is None:
             return None
         model_ids = [row.id]
@@ -198,24 +190,22 @@ async def configurations(
     field = str(cast(Enum, order_by.field).value) if order_by else "id"
     descending = order_by is not None and order_by.direction is Direction.DESC
     table: reads.Table = DiffusionConfigurationRow if diffusion else ConfigurationRow
-    convert: Callable[[Any], Any] = diffusion_from_row if diffusion else Configuration.from_row
-    release_id = await context.release_id(release)
-    where = await _filter(context, filter, release_id)
-    if where is None:
-        where, rows = ConfigurationFilter(model_ids=[]), []
-    else:
-        rows = await context.read(
-            reads.configurations,
-            release_id=release_id,
-            table=table,
+    catalog = await context.catalog(release)
+    where = _filter(catalog, filter)
+    rows: list[Any] = []
+    total = 0
+    if where is not None:
+        rows, total = catalog.page(
+            table,
             where=where,
             order_by=field,
             descending=descending,
             after=cursor.decode(after, field) if after else None,
             first=first,
         )
+    convert: Callable[[Catalog, Any], Any] = diffusion_of if diffusion else Configuration.of
     edges = [
-        Edge(cursor=cursor.encode(field, getattr(row, field), row.id), node=convert(row))
+        Edge(cursor=cursor.encode(field, getattr(row, field), row.id), node=convert(catalog, row))
         for row in rows[:first]
     ]
     return Connection(
@@ -223,7 +213,5 @@ async def configurations(
         page_info=PageInfo(
             has_next_page=len(rows) > first, end_cursor=edges[-1].cursor if edges else None
         ),
-        table=table,
-        release_id=release_id,
-        where=where,
+        total_count=total,
     )

@@ -11,6 +11,7 @@ from graph.answers.ranking import RankingQuery
 from graph.answers.statistics import StatisticsQuery
 from graph.context import Context
 from graph.errors import CodedErrors
+from graph.execution import PlainObjects
 from graph.limits import QueryLimits
 from graph.resolvers import (
     ConfigurationFilterInput,
@@ -177,6 +178,7 @@ def build_schema() -> strawberry.Schema:
         types=[ImageConfiguration, VideoConfiguration],
         # QueryLimits parses and validates (with their caches) within the request's limits.
         extensions=[CodedErrors, QueryLimits],
+        execution_context_class=PlainObjects,
     )
 
 

@@ -75,6 +75,20 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         1024 * 1024, ge=1, description="Largest request body accepted, in bytes"
     )
+    max_url_bytes: int = Field(
+        8192, ge=64, description="Longest request target (path and query string), in bytes"
+    )
+    request_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest time a GraphQL request may run; also PostgreSQL's statement_timeout",
+    )
+    batch_max: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="Most operations in a batch (a JSON array body); 0: no batching",
+    )
     # Query limits, applied by graph.limits.QueryLimits (see the README's "Limits").
     max_document_bytes: int = Field(
         65_536, ge=1, description="Largest GraphQL document accepted, in bytes (UTF-8)"
@@ -98,6 +112,17 @@ class Settings(BaseSettings):
     )
     rate_limit_restore_rate: float = Field(
         12_500.0, gt=0, description="Cost points a client's bucket regains each second"
+    )
+    rate_limit_store: Literal["auto", "memory", "redis"] = Field(
+        "auto",
+        description="Where the buckets live: in this process, or in Redis shared by every "
+        "process (auto: Redis when LEADGREEN_CACHE=redis)",
+    )
+    # A string, not a list: `leadgreen serve` hands settings to its workers as str(value).
+    api_keys: str = Field(
+        "",
+        description="Comma-separated API keys: a request whose X-API-Key is one of them pays "
+        "from the key's bucket, any other from its address's",
     )
 
     @field_validator("cors_origins", mode="before")

@@ -193,12 +193,17 @@ async def test_cache_off_executes_every_request(synthetic_db, settings) -> None:
     assert [seen(r) for r in responses] == [(200, "MISS", ANSWER)] * 2
 
 
-async def test_rate_limited_answers_are_not_replayed(synthetic_db, settings) -> None:
-    """Each answer is charged to its client and reports its bucket: none is stored."""
-    async with serve(settings, rate_limit=True) as client:
+async def test_rate_limited_answers_are_replayed_with_each_clients_bucket(
+    synthetic_db, settings
+) -> None:
+    """A hit is charged its actual cost and reports the bucket of the client it is sent to."""
+    async with serve(settings, rate_limit=True, rate_limit_restore_rate=1e-9) as client:
         responses = [await client.post("/graphql", json={"query": QUERY}) for _ in range(2)]
-        assert len(cache_of(client)) == 0
-    assert [seen(r) for r in responses] == [(200, "MISS", ANSWER)] * 2
+    assert [seen(r) for r in responses] == [(200, "MISS", ANSWER), (200, "HIT", ANSWER)]
+    assert [r.json()["extensions"]["cost"]["throttleStatus"] for r in responses] == [
+        {"maximumAvailable": 250_000, "currentlyAvailable": 250_000 - 6, "restoreRate": 1e-9},
+        {"maximumAvailable": 250_000, "currentlyAvailable": 250_000 - 12, "restoreRate": 1e-9},
+    ]
 
 
 async def test_the_watcher_answers_from_a_release_at_most_the_poll_interval_old(

@@ -167,36 +167,77 @@ async def test_stored_gzip_is_the_answer(synthetic_db, settings) -> None:
     assert gzip.decompress(stored.gzipped) == plain.content
 
 
+def refusal(message: str, code: str) -> dict[str, object]:
+    return {"errors": [{"message": message, "extensions": {"code": code}}]}
+
+
 @pytest.mark.parametrize(
-    ("content", "headers", "status", "text"),
+    ("content", "headers", "status", "body"),
     [
-        (b"{not json", {"content-type": "application/json"}, 400, "Unable to parse request body"),
-        (b'[{"query": "{ gpus { name } }"}]', {"content-type": "application/json"}, 400, "Batch"),
-        (b"{}", {"content-type": "application/json"}, 400, "No GraphQL query found"),
-        (b"{ gpus { name } }", {"content-type": "text/plain"}, 400, "Unsupported content type"),
+        (
+            b"{not json",
+            {"content-type": "application/json"},
+            400,
+            refusal(
+                "The body is not valid JSON: unexpected character, expected a string key.",
+                "BAD_REQUEST",
+            ),
+        ),
+        (
+            b'[{"query": "{ gpus { name } }"}]',
+            {"content-type": "application/json"},
+            400,
+            refusal(
+                "Batching is off: send one operation (a JSON object) per request.",
+                "BATCHING_DISABLED",
+            ),
+        ),
+        (
+            b"{}",
+            {"content-type": "application/json"},
+            400,
+            refusal("The request has no `query`.", "BAD_REQUEST"),
+        ),
+        (
+            b"{ gpus { name } }",
+            {"content-type": "text/plain"},
+            415,
+            refusal(
+                "Send the request as application/json (the Content-Type was text/plain).",
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
+        ),
     ],
 )
-async def test_odd_requests_get_strawberrys_answers(
-    synthetic_db, settings, content, headers, status, text
+async def test_odd_requests_get_json_refusals(
+    synthetic_db, settings, content, headers, status, body
 ) -> None:
+    """What strawberry's view answered in plain text is refused as JSON, with a code."""
     async with serve(settings) as client:
         response = await client.post("/graphql", content=content, headers=headers)
-    assert response.status_code == status
-    assert text in response.text
+    assert (response.status_code, response.json()) == (status, body)
+    assert response.headers["content-type"] == "application/json"
 
 
 async def test_a_body_past_the_limit_is_refused(synthetic_db, settings) -> None:
     async with serve(settings, max_body_bytes=100) as client:
         response = await client.post("/graphql", json={"query": QUERY + " " * 100})
-    assert (response.status_code, response.text) == (413, "Request body too large")
+    assert (response.status_code, response.json()) == (
+        413,
+        refusal("The request body is larger than the limit of 100 bytes.", "BODY_TOO_LARGE"),
+    )
 
 
-async def test_get_refuses_mutations_as_strawberry_does(synthetic_db, settings) -> None:
+async def test_get_refuses_mutations(synthetic_db, settings) -> None:
     async with serve(settings) as client:
         response = await client.get("/graphql", params={"query": "mutation { x }"})
-    assert (response.status_code, response.text) == (
-        400,
-        "mutations are not allowed when using GET",
+    assert (response.status_code, response.headers["allow"], response.json()) == (
+        405,
+        "POST",
+        refusal(
+            "Only queries can be sent with GET; send other operations with POST.",
+            "METHOD_NOT_ALLOWED",
+        ),
     )
 
 

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from analysis.pareto import frontier, pareto_optimal
-from db.reads import ConfigurationFilter
+from db.catalog import Catalog, ConfigurationFilter
 from db.tables import ConfigurationRow, DiffusionConfigurationRow
-from graph.answers.selection import Row, Selection, read_rows
-from graph.context import Context
+from graph.answers.selection import Row, Selection
 from graph.types.configuration import Configuration
-from graph.types.diffusion import diffusion_from_row
+from graph.types.diffusion import diffusion_of
+from graph.types.model import Model
 from graph.types.ranking import (
     DiffusionParetoFrontier,
     ItlPercentile,
@@ -34,19 +34,20 @@ def point(row: Row, percentile: ItlPercentile | None) -> tuple[float, float]:
     return itl_ms(row, percentile), row.energy_per_token_joules
 
 
-async def _groups(
-    context: Context, sel: Selection, scope: ParetoScope, percentile: ItlPercentile | None
+def _groups(
+    sel: Selection, scope: ParetoScope, percentile: ItlPercentile | None
 ) -> list[tuple[dict[str, Any], list[Any]]]:
     """Per group of the scope (in order of its first row upstream): what the frontier type
     says of the group, and the group's frontier rows."""
+    catalog = sel.catalog
     groups: dict[Any, list[Row]] = {}
-    for row in await read_rows(context, sel):
+    for row in sel.rows():
         groups.setdefault(scope_key(row, scope), []).append(row)
     answer = []
     for members in groups.values():
         first = members[0]
         about = {
-            "model_row_id": first.model_id if scope in MODEL_SCOPES else None,
+            "model": Model.of_id(catalog, first.model_id) if scope in MODEL_SCOPES else None,
             "gpu_model": first.gpu if scope in GPU_SCOPES else None,
             "candidates": len(members),
         }
@@ -55,49 +56,44 @@ async def _groups(
     return answer
 
 
-async def llm_frontiers(
-    context: Context, sel: Selection, scope: ParetoScope, percentile: ItlPercentile
+def llm_frontiers(
+    sel: Selection, scope: ParetoScope, percentile: ItlPercentile
 ) -> list[ParetoFrontier]:
     return [
-        ParetoFrontier(configurations=[Configuration.from_row(r) for r in on], **about)
-        for about, on in await _groups(context, sel, scope, percentile)
+        ParetoFrontier(configurations=[Configuration.of(sel.catalog, r) for r in on], **about)
+        for about, on in _groups(sel, scope, percentile)
     ]
 
 
-async def diffusion_frontiers(
-    context: Context, sel: Selection, scope: ParetoScope
-) -> list[DiffusionParetoFrontier]:
+def diffusion_frontiers(sel: Selection, scope: ParetoScope) -> list[DiffusionParetoFrontier]:
     return [
-        DiffusionParetoFrontier(configurations=[diffusion_from_row(r) for r in on], **about)
-        for about, on in await _groups(context, sel, scope, None)
+        DiffusionParetoFrontier(configurations=[diffusion_of(sel.catalog, r) for r in on], **about)
+        for about, on in _groups(sel, scope, None)
     ]
 
 
-async def is_pareto_optimal(
-    context: Context, row: Row, scope: ParetoScope, percentile: ItlPercentile | None
+def is_pareto_optimal(
+    catalog: Catalog, row: Row, scope: ParetoScope, percentile: ItlPercentile | None
 ) -> bool:
     """Whether `row` is on its group's frontier, within its task and release.
 
-    Each group's frontier is computed once per request, from rows read once: a model's rows come
-    from the per-model DataLoader (the model page has read them already), the task's from one
-    read of the task.
+    Each group's frontier is computed once per release (it depends on nothing else).
     """
     diffusion = isinstance(row, DiffusionConfigurationRow)
     group = scope_key(row, scope)
 
-    async def compute() -> frozenset[int]:
+    def compute() -> frozenset[int]:
         rows: Sequence[Row]
+        table = DiffusionConfigurationRow if diffusion else ConfigurationRow
         if scope in MODEL_SCOPES:
-            loader = context.diffusion_configurations if diffusion else context.configurations
-            rows = await loader.load(row.model_id)
+            rows = catalog.of_model(table, row.model_id)
         else:
-            name = (await context.tasks())[row.task_id].name
+            name = catalog.task_by_id[row.task_id].name
             where = ConfigurationFilter(task=name, gpu=row.gpu if scope in GPU_SCOPES else None)
-            table = DiffusionConfigurationRow if diffusion else ConfigurationRow
-            rows = await context.all_configurations(table, where, row.release_id)
+            rows = catalog.configurations(table, where)
         members = [r for r in rows if r.task_id == row.task_id and scope_key(r, scope) == group]
         kept = pareto_optimal([point(r, percentile) for r in members])
         return frozenset(r.id for r, on in zip(members, kept, strict=True) if on)
 
     key = ("pareto", diffusion, row.task_id, scope, percentile, group)
-    return row.id in await context.memo(key, compute)
+    return row.id in catalog.once(key, compute)

@@ -15,13 +15,13 @@ from graph.answers.selection import (
     at_least,
     diffusion_candidate,
     llm_candidate,
-    read_rows,
     select,
 )
 from graph.context import Context
 from graph.errors import BadInput
 from graph.types.configuration import Configuration
-from graph.types.diffusion import diffusion_from_row
+from graph.types.diffusion import diffusion_of
+from graph.types.model import Model
 from graph.types.ranking import (
     DiffusionConstraints,
     DiffusionLeaderboard,
@@ -59,7 +59,7 @@ async def llm_ranking(
         num_gpus=sel.num_gpus,
         min_throughput=c.min_throughput_tokens_per_sec,
     )
-    return sel, c, rule, [llm_candidate(r, c) for r in await read_rows(context, sel)]
+    return sel, c, rule, [llm_candidate(r, c) for r in sel.rows()]
 
 
 async def leaderboard(
@@ -73,8 +73,9 @@ async def leaderboard(
     sel, c, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
     ranked = best_per_model(candidates, rule)
     ratios = ratios_to_best([x.energy for x in ranked])
+    catalog = sel.catalog
     return Leaderboard(
-        task=Task.from_row(sel.task),
+        task=Task.of(catalog, sel.task.id),
         max_itl_ms=c.max_itl_ms,
         itl_percentile=c.itl_percentile,
         rank_by=c.rank_by,
@@ -84,8 +85,8 @@ async def leaderboard(
                 energy_joules=x.energy,
                 latency_ms=x.latency,
                 ratio_to_best=ratio,
-                configuration=Configuration.from_row(x.item),
-                model_row_id=x.item.model_id,
+                configuration=Configuration.of(catalog, x.item),
+                model=Model.of_id(catalog, x.item.model_id),
             )
             for i, (x, ratio) in enumerate(zip(ranked, ratios, strict=True), start=1)
         ],
@@ -114,10 +115,11 @@ async def diffusion_leaderboard(
         num_gpus=sel.num_gpus,
         min_throughput=c.min_throughput_outputs_per_sec,
     )
-    ranked = best_per_model([diffusion_candidate(r) for r in await read_rows(context, sel)], rule)
+    ranked = best_per_model([diffusion_candidate(r) for r in sel.rows()], rule)
     ratios = ratios_to_best([x.energy for x in ranked])
+    catalog = sel.catalog
     return DiffusionLeaderboard(
-        task=Task.from_row(sel.task),
+        task=Task.of(catalog, sel.task.id),
         max_batch_latency_s=deadline,
         entries=[
             DiffusionLeaderboardEntry(
@@ -125,8 +127,8 @@ async def diffusion_leaderboard(
                 energy_joules=x.energy,
                 batch_latency_s=x.latency,
                 ratio_to_best=ratio,
-                configuration=diffusion_from_row(x.item),
-                model_row_id=x.item.model_id,
+                configuration=diffusion_of(catalog, x.item),
+                model=Model.of_id(catalog, x.item.model_id),
             )
             for i, (x, ratio) in enumerate(zip(ranked, ratios, strict=True), start=1)
         ],
@@ -144,10 +146,11 @@ async def model_standings(
     sel, _, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
     assert sel.models is not None
     standings = compare_models(candidates, rule, [m.id for m in sel.models])
+    catalog = sel.catalog
     return [
         ModelStanding(
-            model_row_id=cast(int, s.model),
-            configuration=None if s.best is None else Configuration.from_row(s.best.item),
+            model=Model.of_id(catalog, cast(int, s.model)),
+            configuration=None if s.best is None else Configuration.of(catalog, s.best.item),
             energy_joules=None if s.best is None else s.best.energy,
             ratio_to_best=s.ratio_to_best,
             joules_above_best=s.above_best,
@@ -171,16 +174,19 @@ async def gpu_comparisons(
         context, task, constraints, [baseline, candidate], models, release
     )
     order = None if sel.models is None else [m.id for m in sel.models]
+    catalog = sel.catalog
     answer = []
     for m in compare_gpus(candidates, rule, baseline, candidate, order):
         saving = m.saving
         answer.append(
             GpuComparison(
-                model_row_id=cast(int, m.model),
+                model=Model.of_id(catalog, cast(int, m.model)),
                 baseline_gpu=baseline,
                 candidate_gpu=candidate,
-                baseline=None if m.baseline is None else Configuration.from_row(m.baseline.item),
-                candidate=None if m.candidate is None else Configuration.from_row(m.candidate.item),
+                baseline=None if m.baseline is None else Configuration.of(catalog, m.baseline.item),
+                candidate=None
+                if m.candidate is None
+                else Configuration.of(catalog, m.candidate.item),
                 baseline_energy_joules=None if m.baseline is None else m.baseline.energy,
                 candidate_energy_joules=None if m.candidate is None else m.candidate.energy,
                 energy_saved_joules=None if saving is None else saving.saved,

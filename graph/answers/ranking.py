@@ -130,7 +130,7 @@ class RankingQuery:
         release: Release = None,
     ) -> list[ParetoFrontier]:
         sel = await select(info.context, task, gpus, models, release, diffusion=False)
-        return await llm_frontiers(info.context, sel, scope, itl_percentile)
+        return llm_frontiers(sel, scope, itl_percentile)
 
     @strawberry.field(
         description="Time–energy Pareto frontiers of a diffusion task (batch latency against "
@@ -146,7 +146,7 @@ class RankingQuery:
         release: Release = None,
     ) -> list[DiffusionParetoFrontier]:
         sel = await select(info.context, task, gpus, models, release, diffusion=True)
-        return await diffusion_frontiers(info.context, sel, scope)
+        return diffusion_frontiers(sel, scope)
 
     @strawberry.field(
         description="Several models under the same constraints: each one's lowest-energy "

@@ -8,7 +8,7 @@ from typing import Any
 
 from analysis.leaderboard import Candidate
 from db import reads
-from db.reads import ConfigurationFilter
+from db.catalog import Catalog, ConfigurationFilter
 from db.tables import ConfigurationRow, DiffusionConfigurationRow, ModelRow, TaskRow
 from graph.context import Context
 from graph.errors import BadInput
@@ -21,7 +21,7 @@ Row = ConfigurationRow | DiffusionConfigurationRow
 class Selection:
     """What a ranking ranks: a task of a release, and the GPU types and models asked for."""
 
-    release_id: int
+    catalog: Catalog
     task: TaskRow
     gpus: frozenset[str] | None
     models: list[ModelRow] | None
@@ -42,6 +42,11 @@ class Selection:
             num_gpus=one_count,
             task=self.task.name,
         )
+
+    def rows(self) -> list[Any]:
+        """The task's rows the selection asks for, in upstream order."""
+        rows = self.catalog.configurations(self.table, self.where)
+        return [r for r in rows if self.gpus is None or r.gpu in self.gpus]
 
 
 def is_diffusion(task: TaskRow) -> bool:
@@ -64,8 +69,8 @@ async def select(
     num_gpus: Sequence[int] | None = None,
 ) -> Selection:
     """Check the arguments every ranking shares; raise BadInput naming what is wrong."""
-    release_id = await context.release_id(release)
-    tasks = {t.name: t for t in (await context.tasks()).values() if t.release_id == release_id}
+    catalog = await context.catalog(release)
+    tasks = catalog.task_by_name
     if task not in tasks:
         raise BadInput(f"unknown task {task!r}; the tasks are {', '.join(sorted(tasks))}")
     if is_diffusion(tasks[task]) != diffusion:
@@ -80,53 +85,39 @@ async def select(
         for n in num_gpus:
             at_least("numGpus", n, 1)
     return Selection(
-        release_id=release_id,
+        catalog=catalog,
         task=tasks[task],
-        gpus=await _gpus(context, gpus),
-        models=await _models(context, models, release_id),
+        gpus=_gpus(catalog, gpus),
+        models=_models(catalog, models),
         num_gpus=None if num_gpus is None else frozenset(num_gpus),
     )
 
 
-async def _gpus(context: Context, names: Sequence[str] | None) -> frozenset[str] | None:
+def _gpus(catalog: Catalog, names: Sequence[str] | None) -> frozenset[str] | None:
     if names is None:
         return None
     if not names:
         raise BadInput("gpus is empty: name at least one GPU type, or leave it out for all")
-    found = await context.gpus.load_many(list(names))
-    unknown = [name for name, gpu in zip(names, found, strict=True) if gpu is None]
+    unknown = [name for name in names if name not in catalog.gpu_by_name]
     if unknown:
-        known = ", ".join(gpu.name for gpu in await context.read(reads.gpus))
+        known = ", ".join(gpu.name for gpu in catalog.gpus)
         raise BadInput(f"unknown GPU {unknown[0]!r}; the GPU types are {known}")
     return frozenset(names)
 
 
-async def _models(
-    context: Context, slugs: Sequence[str] | None, release_id: int
-) -> list[ModelRow] | None:
+def _models(catalog: Catalog, slugs: Sequence[str] | None) -> list[ModelRow] | None:
     if slugs is None:
         return None
     if not slugs:
         raise BadInput("models is empty: name at least one model by slug")
-    rows = await context.memo(
-        ("models", release_id), lambda: context.read(reads.models, release_id=release_id)
-    )
-    by_slug = {row.slug: row for row in rows}
+    by_slug = catalog.model_by_slug
     for slug in slugs:
         if slug not in by_slug:
             raise BadInput(f"unknown model slug {slug!r}; the `models` query lists them")
     if len(set(slugs)) != len(slugs):
         twice = next(s for s in slugs if slugs.count(s) > 1)
         raise BadInput(f"models lists {twice!r} more than once")
-    chosen = [by_slug[slug] for slug in slugs]
-    context.models.prime_many({row.id: row for row in chosen})
-    return chosen
-
-
-async def read_rows(context: Context, sel: Selection) -> list[Any]:
-    """The task's rows the selection asks for, in upstream order, read once per request."""
-    rows = await context.all_configurations(sel.table, sel.where, sel.release_id)
-    return [r for r in rows if sel.gpus is None or r.gpu in sel.gpus]
+    return [by_slug[slug] for slug in slugs]
 
 
 def llm_candidate(row: ConfigurationRow, c: LlmConstraints) -> Candidate[ConfigurationRow]:

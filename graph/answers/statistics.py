@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import strawberry
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis.aggregate import DIFFUSION_METRICS, LLM_METRICS, aggregate
 from analysis.curves import concurrency_curves
 from analysis.distribution import Histogram, Scale, energy_per_response
 from analysis.facets import facets
 from db import reads
-from db.reads import ConfigurationFilter
+from db.catalog import Catalog, ConfigurationFilter
 from db.tables import ConfigurationRow, DiffusionConfigurationRow, TaskRow
 from graph.context import Context
 from graph.errors import BadInput
 from graph.resolvers import ConfigurationFilterInput, DiffusionConfigurationFilterInput
+from graph.types.configuration import Configuration
 from graph.types.fitted import FittedCurveSeries
+from graph.types.model import Model
 from graph.types.statistics import (
     BinScale,
     ConfigurationAggregate,
@@ -66,19 +67,16 @@ class StatisticsQuery:
         ] = None,
         release: ReleaseArgument = None,
     ) -> list[FittedCurveSeries]:
-        context = info.context
-        release_id = await context.release_id(release)
-        tasks = await _tasks(context, release_id)
+        catalog = await info.context.catalog(release)
         if task is not None:
-            _known_task(tasks, task, diffusion=False)
+            _known_task(catalog, task, diffusion=False)
         where = ConfigurationFilter(
-            model_ids=await _model_ids(context, release_id, model, None),
+            model_ids=_model_ids(catalog, model, None),
             gpu=gpu,
             num_gpus=_positive("numGpus", num_gpus),
             task=task,
         )
-        rows = await _rows(context, release_id, ConfigurationRow, where)
-        return _series(rows, tasks, await _slugs(context, rows))
+        return _series(catalog, _rows(catalog, ConfigurationRow, where))
 
     @strawberry.field(
         description="The distribution of energy per response of one LLM or MLLM configuration: "
@@ -104,18 +102,15 @@ class StatisticsQuery:
         ] = None,
         release: ReleaseArgument = None,
     ) -> EnergyPerResponseDistribution:
-        context = info.context
         if bin_count is not None and not 1 <= bin_count <= MAX_BINS:
             raise BadInput(f"binCount must be between 1 and {MAX_BINS}, got {bin_count}")
-        release_id = await context.release_id(release)
-        row = await context.read(
-            _configuration, release_id=release_id, configuration_id=configuration_id
-        )
+        catalog = await info.context.catalog(release)
+        row = _configuration(catalog, configuration_id)
         lengths = Histogram(tuple(row.length_bins), tuple(row.length_counts))
         value = energy_per_response(
             lengths, row.energy_per_token_joules, scale=Scale[scale.name], bins=bin_count
         )
-        return EnergyPerResponseDistribution.of(row, value, scale)
+        return EnergyPerResponseDistribution.of(Configuration.of(catalog, row), value, scale)
 
     @strawberry.field(
         description="Facets for building a UI, per task (ordered by name): the GPUs, GPU counts "
@@ -129,20 +124,18 @@ class StatisticsQuery:
         ] = None,
         release: ReleaseArgument = None,
     ) -> list[TaskFacets]:
-        context = info.context
-        release_id = await context.release_id(release)
-        tasks = await _tasks(context, release_id)
+        catalog = await info.context.catalog(release)
         if task is not None:
-            _known_task(tasks, task, diffusion=None)
+            _known_task(catalog, task, diffusion=None)
         chosen = sorted(
-            (t for t in tasks.values() if task is None or t.name == task), key=lambda t: t.name
+            (t for t in catalog.tasks if task is None or t.name == task), key=lambda t: t.name
         )
         rows_by_task: dict[int, list[Any]] = {t.id: [] for t in chosen}
         for table, diffusion in ((ConfigurationRow, False), (DiffusionConfigurationRow, True)):
             if any(_is_diffusion(t) == diffusion for t in chosen):
-                for row in await _rows(context, release_id, table, ConfigurationFilter(task=task)):
+                for row in _rows(catalog, table, ConfigurationFilter(task=task)):
                     rows_by_task[row.task_id].append(row)
-        return [_facets(t, rows_by_task[t.id]) for t in chosen]
+        return [_facets(catalog, t, rows_by_task[t.id]) for t in chosen]
 
     @strawberry.field(
         description="Count, minimum, maximum, mean and median of each metric over the LLM and "
@@ -176,32 +169,25 @@ class StatisticsQuery:
         return await _aggregate(info.context, filter, release, diffusion=True)
 
 
-async def _configuration(
-    session: AsyncSession, *, release_id: int, configuration_id: str
-) -> ConfigurationRow:
+def _configuration(catalog: Catalog, configuration_id: str) -> ConfigurationRow:
     """One LLM or MLLM configuration of the release, by id."""
     row = None
     if configuration_id.isascii() and configuration_id.isdigit() and len(configuration_id) < 19:
-        row = await reads.configuration(session, release_id=release_id, id=int(configuration_id))
+        row = catalog.llm_by_id.get(int(configuration_id))
     if row is None:
         raise BadInput(f"there is no LLM or MLLM configuration with id {configuration_id!r}")
-    assert isinstance(row, ConfigurationRow)
     return row
-
-
-async def _tasks(context: Context, release_id: int) -> dict[int, TaskRow]:
-    return {i: t for i, t in (await context.tasks()).items() if t.release_id == release_id}
 
 
 def _is_diffusion(task: TaskRow) -> bool:
     return task.architecture == "diffusion"
 
 
-def _known_task(tasks: dict[int, TaskRow], name: str, *, diffusion: bool | None) -> None:
+def _known_task(catalog: Catalog, name: str, *, diffusion: bool | None) -> None:
     """Raise unless `name` is a task of the release (of the kind asked for, if any)."""
-    found = next((t for t in tasks.values() if t.name == name), None)
+    found = catalog.task_by_name.get(name)
     if found is None:
-        known = ", ".join(sorted(t.name for t in tasks.values()))
+        known = ", ".join(sorted(catalog.task_by_name))
         raise BadInput(f"unknown task {name!r}; the tasks are {known}")
     if diffusion is not None and _is_diffusion(found) != diffusion:
         kind = "a diffusion task" if _is_diffusion(found) else "an LLM or MLLM task"
@@ -214,12 +200,10 @@ def _positive(name: str, value: int | None) -> int | None:
     return value
 
 
-async def _model_ids(
-    context: Context, release_id: int, slug: str | None, model_id: str | None
-) -> list[int] | None:
+def _model_ids(catalog: Catalog, slug: str | None, model_id: str | None) -> list[int] | None:
     if slug is None and model_id is None:
         return None
-    row = await context.read(reads.model, release_id=release_id, slug=slug, model_id=model_id)
+    row = catalog.model(slug=slug, model_id=model_id)
     if row is None:
         given = " and ".join(
             f"{k} {v!r}" for k, v in (("slug", slug), ("modelId", model_id)) if v is not None
@@ -228,29 +212,19 @@ async def _model_ids(
     return [row.id]
 
 
-async def _rows(
-    context: Context, release_id: int, table: reads.Table, where: ConfigurationFilter
-) -> list[Any]:
-    """The one read of an answer; when it finds nothing, say so if the GPU is unknown."""
-    rows = await context.read(
-        reads.all_configurations, release_id=release_id, table=table, where=where
-    )
-    if not rows and where.gpu is not None and await context.gpus.load(where.gpu) is None:
+def _rows(catalog: Catalog, table: reads.Table, where: ConfigurationFilter) -> list[Any]:
+    """The rows of an answer; when there are none, say so if the GPU is unknown."""
+    rows = catalog.configurations(table, where)
+    if not rows and where.gpu is not None and where.gpu not in catalog.gpu_by_name:
         raise BadInput(f"unknown GPU {where.gpu!r}; `gpus` lists them")
     return rows
 
 
-async def _slugs(context: Context, rows: list[ConfigurationRow]) -> dict[int, str]:
-    models = await context.models.load_many(sorted({r.model_id for r in rows}))
-    return {m.id: m.slug for m in models}
-
-
-def _series(
-    rows: list[ConfigurationRow], tasks: dict[int, TaskRow], slugs: dict[int, str]
-) -> list[FittedCurveSeries]:
+def _series(catalog: Catalog, rows: list[ConfigurationRow]) -> list[FittedCurveSeries]:
     groups: dict[tuple[str, str], list[ConfigurationRow]] = {}
     for row in rows:
-        groups.setdefault((tasks[row.task_id].name, slugs[row.model_id]), []).append(row)
+        task, model = catalog.task_by_id[row.task_id], catalog.model_by_id[row.model_id]
+        groups.setdefault((task.name, model.slug), []).append(row)
     return [
         FittedCurveSeries(
             task=task,
@@ -261,14 +235,16 @@ def _series(
             expert_parallel=s.key.expert_parallel,
             batch_sizes=sorted({p.max_num_seqs for p in s.points}),
             runs=len(s.points),
+            model=Model.of_id(catalog, s.points[0].model_id),
             rows=s.points,
+            catalog=catalog,
         )
         for (task, _), members in sorted(groups.items())
         for s in concurrency_curves(members)
     ]
 
 
-def _facets(task: TaskRow, rows: list[Any]) -> TaskFacets:
+def _facets(catalog: Catalog, task: TaskRow, rows: list[Any]) -> TaskFacets:
     diffusion = _is_diffusion(task)
     value = facets(
         rows,
@@ -276,7 +252,7 @@ def _facets(task: TaskRow, rows: list[Any]) -> TaskFacets:
         metrics=DIFFUSION_METRICS if diffusion else LLM_METRICS,
     )
     return TaskFacets(
-        task=Task.from_row(task),
+        task=Task.of(catalog, task.id),
         configurations=value.configurations,
         gpus=list(value.gpus),
         gpu_counts=list(value.gpu_counts),
@@ -293,10 +269,10 @@ async def _aggregate(
     *,
     diffusion: bool,
 ) -> ConfigurationAggregate:
-    release_id = await context.release_id(release)
-    where = await _where(context, given, release_id, diffusion=diffusion)
+    catalog = await context.catalog(release)
+    where = _where(catalog, given, diffusion=diffusion)
     table: reads.Table = DiffusionConfigurationRow if diffusion else ConfigurationRow
-    rows = await _rows(context, release_id, table, where)
+    rows = _rows(catalog, table, where)
     value = aggregate(rows, DIFFUSION_METRICS if diffusion else LLM_METRICS)
     return ConfigurationAggregate(
         count=value.count,
@@ -304,10 +280,9 @@ async def _aggregate(
     )
 
 
-async def _where(
-    context: Context,
+def _where(
+    catalog: Catalog,
     given: ConfigurationFilterInput | DiffusionConfigurationFilterInput | None,
-    release_id: int,
     *,
     diffusion: bool,
 ) -> ConfigurationFilter:
@@ -315,14 +290,14 @@ async def _where(
     if given is None:
         return ConfigurationFilter()
     if given.task is not None:
-        _known_task(await _tasks(context, release_id), given.task, diffusion=diffusion)
+        _known_task(catalog, given.task, diffusion=diffusion)
     at_least = getattr(given, "max_num_seqs_at_least", None)
     at_most = getattr(given, "max_num_seqs_at_most", None)
     max_itl = getattr(given, "max_median_itl_ms", None)
     if max_itl is not None and not max_itl >= 0:
         raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_itl}")
     return ConfigurationFilter(
-        model_ids=await _model_ids(context, release_id, given.model, given.model_id),
+        model_ids=_model_ids(catalog, given.model, given.model_id),
         gpu=given.gpu,
         num_gpus=_positive("numGpus", given.num_gpus),
         min_max_num_seqs=_positive("maxNumSeqsAtLeast", at_least),

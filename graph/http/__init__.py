@@ -1,1 +1,2 @@
-"""The HTTP side of /graphql: a lean ASGI handler with response caching and persisted queries."""
+"""The HTTP side of /graphql: a lean ASGI handler speaking GraphQL over HTTP, with response
+caching, persisted queries, rate limiting, request limits and JSON errors."""

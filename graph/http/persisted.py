@@ -6,7 +6,8 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from graph.http.request import BadRequest, GraphQLRequest, document_hash
+from graph.errors import Code
+from graph.http.request import GraphQLRequest, Refusal, document_hash
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -32,13 +33,11 @@ class PersistedQueries:
         if sha is None:
             return request.query
         if self.max_entries == 0:
-            raise BadRequest.graphql(
-                200, "PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED"
-            )
+            raise Refusal(200, "PersistedQueryNotSupported", Code.PERSISTED_QUERY_NOT_SUPPORTED)
         if request.query is None:
             return await self.get(sha)
         if document_hash(request.query) != sha:
-            raise BadRequest.graphql(400, "provided sha does not match query", "BAD_USER_INPUT")
+            raise Refusal(400, "provided sha does not match query", Code.BAD_USER_INPUT)
         await self.put(sha, request.query)
         return request.query
 

@@ -105,9 +105,18 @@ class ReleaseWatcher:
                 await self._pending
 
     async def _poll(self) -> None:
+        failing = False
         while True:
             try:
                 await self.refresh()
-            except Exception:  # the database is away for now; requests will say so
-                log.warning("could not read the current release", exc_info=True)
+            except Exception as exc:  # the database is away for now; requests will say so
+                if not failing:  # once per outage, not twice a second
+                    log.warning("could not read the current release", exc_info=True)
+                else:
+                    log.debug("still cannot read the current release: %r", exc)
+                failing = True
+            else:
+                if failing:
+                    log.warning("the current release can be read again")
+                failing = False
             await asyncio.sleep(self.poll_seconds / 2)

@@ -1,4 +1,8 @@
-"""A GraphQL request read from a POST body or a GET query string, and its cache key."""
+"""A GraphQL request read from a POST body or a GET query string, and its cache key.
+
+Anything that is not a well-formed GraphQL-over-HTTP request is refused here with a JSON error
+and its code (a Refusal), before any GraphQL work.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +14,25 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from graph.errors import Code
 
-class BadRequest(Exception):
-    """A request refused before execution, with the response to send."""
+Headers = tuple[tuple[bytes, bytes], ...]
 
-    def __init__(self, status: int, body: bytes, content_type: bytes = b"application/json"):
-        super().__init__(status, body)
-        self.status, self.body, self.content_type = status, body, content_type
+
+class Refusal(Exception):
+    """A request refused instead of executed: its status, JSON body and extra headers."""
+
+    def __init__(
+        self, status: int, message: str, code: Code | str, headers: Headers = (), **extensions: Any
+    ) -> None:
+        super().__init__(status, message)
+        self.status, self.code, self.headers = status, str(code), headers
+        error = {"message": message, "extensions": {"code": str(code), **extensions}}
+        self.body = orjson.dumps({"errors": [error]})
 
     @classmethod
-    def graphql(cls, status: int, message: str, code: str) -> BadRequest:
-        error = {"message": message, "extensions": {"code": code}}
-        return cls(status, orjson.dumps({"errors": [error]}))
-
-    @classmethod
-    def text(cls, status: int, reason: str) -> BadRequest:
-        """As strawberry words it (plain text), for the cases strawberry's view also refuses."""
-        return cls(status, reason.encode(), b"text/plain; charset=utf-8")
+    def malformed(cls, message: str) -> Refusal:
+        return cls(400, message, Code.BAD_REQUEST)
 
 
 def document_hash(query: str) -> str:
@@ -55,65 +61,93 @@ class GraphQLRequest:
         return key.hexdigest().encode()
 
 
-def _from_fields(
+# A batch: the items of a JSON array body, read one by one once batching is known to be on.
+Batch = tuple[object, ...]
+
+
+def from_fields(
     query: object, variables: object, operation_name: object, extensions: object
-) -> GraphQLRequest | None:
-    if not (
-        isinstance(query, str | None)
-        and isinstance(variables, dict | None)
-        and isinstance(operation_name, str | None)
-        and isinstance(extensions, dict | None)
+) -> GraphQLRequest:
+    """The request these parameters make, as the GraphQL-over-HTTP spec reads them."""
+    for name, value, kind in (
+        ("query", query, str),
+        ("variables", variables, dict),
+        ("operationName", operation_name, str),
+        ("extensions", extensions, dict),
     ):
-        return None
-    persisted = extensions.get("persistedQuery") if extensions else None
+        if not isinstance(value, kind | None):
+            article = "an object" if kind is dict else "a string"
+            raise Refusal.malformed(f"`{name}` must be {article} or null.")
+    persisted = extensions.get("persistedQuery") if isinstance(extensions, dict) else None
     if persisted is None:
-        return None if query is None else GraphQLRequest(query, variables, operation_name)
+        if query is None:
+            raise Refusal.malformed("The request has no `query`.")
+        return GraphQLRequest(query, variables, operation_name)  # type: ignore[arg-type]
     sha = persisted.get("sha256Hash") if isinstance(persisted, dict) else None
     if not isinstance(persisted, dict) or persisted.get("version") != 1:
-        raise BadRequest.graphql(400, "Unsupported persisted query version", "BAD_USER_INPUT")
+        raise Refusal(400, "Unsupported persisted query version", Code.BAD_USER_INPUT)
     if not isinstance(sha, str):
-        raise BadRequest.graphql(
-            400, "persistedQuery.sha256Hash must be a string", "BAD_USER_INPUT"
-        )
-    return GraphQLRequest(query, variables, operation_name, sha.lower())
+        raise Refusal(400, "persistedQuery.sha256Hash must be a string", Code.BAD_USER_INPUT)
+    return GraphQLRequest(query, variables, operation_name, sha.lower())  # type: ignore[arg-type]
 
 
-def from_json_body(body: bytes) -> GraphQLRequest | None:
-    """The request in a JSON body; None when it is not one plain GraphQL request.
-
-    None hands the request to strawberry's view, which answers the odd cases (bad JSON, a
-    batch, no query) as it always has.
-    """
-    return _memo_json(body) if len(body) <= MEMO_MAX_BYTES else _from_json(body)
-
-
-def _from_json(body: bytes) -> GraphQLRequest | None:
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    return _from_fields(
-        data.get("query"), data.get("variables"), data.get("operationName"), data.get("extensions")
+def from_item(item: object) -> GraphQLRequest:
+    """One request of a batch, or of a JSON body."""
+    if not isinstance(item, dict):
+        raise Refusal.malformed("The body must be a JSON object (a GraphQL request).")
+    return from_fields(
+        item.get("query"), item.get("variables"), item.get("operationName"), item.get("extensions")
     )
 
 
+def from_json_body(body: bytes) -> GraphQLRequest | Batch:
+    """The request in a JSON body, or the items of a batch (a JSON array)."""
+    return _memo_json(body) if len(body) <= MEMO_MAX_BYTES else _from_json(body)
+
+
+def _from_json(body: bytes) -> GraphQLRequest | Batch:
+    if not body:
+        raise Refusal.malformed("The body is empty; send a JSON object with a `query`.")
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        try:
+            body.decode()
+        except UnicodeDecodeError:
+            raise Refusal.malformed("The body is not valid UTF-8.") from None
+        raise Refusal.malformed(f"The body is not valid JSON: {exc.msg}.") from None
+    if isinstance(data, list):
+        return tuple(data)
+    return from_item(data)
+
+
 def from_query_string(query_string: bytes) -> GraphQLRequest | None:
-    """The request in a GET query string; None when there is none (e.g. GraphiQL) or it is odd."""
+    """The request in a GET query string; None when it names neither a query nor a persisted
+    query (a browser opening GraphiQL, say)."""
     if len(query_string) <= MEMO_MAX_BYTES:
         return _memo_query_string(query_string)
     return _from_query_string(query_string)
 
 
 def _from_query_string(query_string: bytes) -> GraphQLRequest | None:
-    params = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
     try:
-        variables = orjson.loads(params["variables"]) if params.get("variables") else None
-        extensions = orjson.loads(params["extensions"]) if params.get("extensions") else None
-    except orjson.JSONDecodeError:
+        params = dict(parse_qsl(query_string.decode(), keep_blank_values=True, errors="strict"))
+    except UnicodeDecodeError:
+        raise Refusal.malformed("The query string is not valid UTF-8.") from None
+    if "query" not in params and "extensions" not in params:
         return None
-    return _from_fields(params.get("query"), variables, params.get("operationName"), extensions)
+    variables = _json_param(params, "variables")
+    extensions = _json_param(params, "extensions")
+    return from_fields(params.get("query"), variables, params.get("operationName"), extensions)
+
+
+def _json_param(params: dict[str, str], name: str) -> object:
+    if not params.get(name):
+        return None
+    try:
+        return orjson.loads(params[name])
+    except orjson.JSONDecodeError:
+        raise Refusal.malformed(f"`{name}` is not valid JSON.") from None
 
 
 # Requests repeat (that is what makes them cacheable), and reading one (unquoting a URL,

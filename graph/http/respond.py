@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterable
 
 from starlette.types import Send
 
 from graph.cache import Answer
 
 Headers = list[tuple[bytes, bytes]]
-JSON = (b"content-type", b"application/json")
 NO_STORE = (b"cache-control", b"no-store")
+# GET answers depend on Accept (the media type) as well as on Accept-Encoding.
+VARY_GET = (b"vary", b"accept")
+VARY_GET_LARGE = (b"vary", b"accept, accept-encoding")
+VARY_LARGE = (b"vary", b"accept-encoding")
 
 
 async def send_response(send: Send, status: int, headers: Headers, body: bytes = b"") -> None:
@@ -50,29 +54,34 @@ class Responder:
         if_none_match: bytes,
         gzip_ok: bool,
         cache: bytes,
+        content_type: tuple[bytes, bytes],
     ) -> None:
         """A successful answer; with an ETag (GET) it is cacheable and may be a 304."""
         headers: Headers = [(b"x-cache", cache)]
-        if etag is not None:
-            headers += [(b"etag", etag), (b"cache-control", self.cache_control)]
         body = answer.body
         large = len(body) >= self.gzip_min_bytes
-        if large:
-            headers.append((b"vary", b"accept-encoding"))
+        if etag is not None:
+            vary = VARY_GET_LARGE if large else VARY_GET
+            headers += [(b"etag", etag), (b"cache-control", self.cache_control), vary]
+        elif large:
+            headers.append(VARY_LARGE)
         if etag is not None and if_none_match and etag_matches(if_none_match, etag):
             await send_response(send, 304, headers)
             return
         if large and gzip_ok:
             body = answer.gzipped or gzip.compress(body, compresslevel=6, mtime=0)
             headers.append((b"content-encoding", b"gzip"))
-        headers += [JSON, (b"content-length", b"%d" % len(body))]
+        headers += [content_type, (b"content-length", b"%d" % len(body))]
         await send_response(send, 200, headers, body)
 
-    async def failure(self, send: Send, status: int, body: bytes, content_type: bytes) -> None:
+    async def failure(
+        self,
+        send: Send,
+        status: int,
+        body: bytes,
+        content_type: tuple[bytes, bytes],
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
         """An answer with errors, or a refusal: never stored by anyone."""
-        headers = [
-            (b"content-type", content_type),
-            NO_STORE,
-            (b"content-length", b"%d" % len(body)),
-        ]
-        await send_response(send, status, headers, body)
+        sent = [content_type, NO_STORE, (b"content-length", b"%d" % len(body)), *headers]
+        await send_response(send, status, sent, body)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 import strawberry
 
 from analysis.power import fraction_of_tdp, per_gpu_watts
-from db import reads
-from db.reads import AnyConfigurationRow, ConfigurationFilter, Table
+from db.catalog import Catalog
+from db.reads import AnyConfigurationRow
 from db.snapshot import model_file_name
 from db.tables import ConfigurationRow
-from graph.context import Context
 from graph.types import common as d
 from graph.types.common import OutputLengthDistribution
 from graph.types.energy import ElectricityPrice, Estimates, GridCarbonIntensity, TokenEnergy
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
     from graph.types.model import Model
     from graph.types.source import Source
 
-Info = strawberry.Info[Context, None]
 T = TypeVar("T")
 
 
@@ -41,11 +39,18 @@ class UpstreamRow:
     )
 
 
+LazyModel = Annotated["Model", strawberry.lazy("graph.types.model")]
+LazySource = Annotated["Source", strawberry.lazy("graph.types.source")]
+
+
 @strawberry.interface(
     description="What every measured configuration has, whatever its task: its GPUs, its "
     "measured power, and links to its model, GPU, task, source and upstream row."
 )
 class ServingConfiguration:
+    """Built once per release and row (see `serving`): every field is a plain value, so that
+    a table of thousands of rows completes without a resolver call per field."""
+
     id: strawberry.ID = strawberry.field(
         description="Identifier of this row in this LeadGreen release."
     )
@@ -53,50 +58,53 @@ class ServingConfiguration:
     num_gpus: int = strawberry.field(description=d.NUM_GPUS)
     avg_power_watts: float = strawberry.field(description=d.AVG_POWER)
     power_per_gpu_watts: float = strawberry.field(description=d.PER_GPU_POWER)
-    row: strawberry.Private[AnyConfigurationRow]
-
-    @strawberry.field(description=d.FRACTION_OF_TDP)
-    async def fraction_of_tdp(self, info: Info) -> float | None:
-        gpu = await info.context.gpus.load(self.row.gpu)
-        return fraction_of_tdp(self.power_per_gpu_watts, gpu.tdp_watts if gpu else None)
-
-    @strawberry.field(description="The GPU type, with its reference facts.")
-    async def gpu(self, info: Info) -> Gpu:
-        row = await info.context.gpus.load(self.row.gpu)
-        return Gpu.from_row(row) if row else Gpu.unknown(self.row.gpu)
-
-    @strawberry.field(description="The model measured.")
-    async def model(self, info: Info) -> Annotated[Model, strawberry.lazy("graph.types.model")]:
-        from graph.types.model import Model
-
-        return Model.from_row(await info.context.models.load(self.row.model_id))
-
-    @strawberry.field(description="Hugging Face id of the model measured (upstream `model_id`).")
-    async def model_id(self, info: Info) -> str:
-        return (await info.context.models.load(self.row.model_id)).model_id
-
-    @strawberry.field(description="The task (workload) measured.")
-    async def task(self, info: Info) -> Task:
-        return Task.from_row((await info.context.tasks())[self.row.task_id])
-
-    @strawberry.field(
+    fraction_of_tdp: float | None = strawberry.field(description=d.FRACTION_OF_TDP)
+    gpu: Gpu = strawberry.field(description="The GPU type, with its reference facts.")
+    model: LazyModel = strawberry.field(description="The model measured.")
+    model_id: str = strawberry.field(
+        description="Hugging Face id of the model measured (upstream `model_id`)."
+    )
+    task: Task = strawberry.field(description="The task (workload) measured.")
+    source: LazySource = strawberry.field(
         description="Provenance and licence evidence of the dataset this row is part of."
     )
-    async def source(self, info: Info) -> Annotated[Source, strawberry.lazy("graph.types.source")]:
-        from graph.resolvers import current_source
+    upstream: UpstreamRow = strawberry.field(
+        description="Where this row stands in the upstream files."
+    )
+    row: strawberry.Private[AnyConfigurationRow]
+    catalog: strawberry.Private[Catalog]
 
-        return await current_source(info.context, self.row.release_id)
 
-    @strawberry.field(description="Where this row stands in the upstream files.")
-    async def upstream(self, info: Info) -> UpstreamRow:
-        model = await info.context.models.load(self.row.model_id)
-        task = (await info.context.tasks())[self.row.task_id].name
-        return UpstreamRow(
+def serving(row: AnyConfigurationRow, catalog: Catalog) -> dict[str, Any]:
+    """The fields every configuration type has, for its constructor."""
+    from graph.types.model import Model
+    from graph.types.source import Source
+
+    gpu = Gpu.of(catalog, row.gpu)
+    model = catalog.model_by_id[row.model_id]
+    task = catalog.task_by_id[row.task_id].name
+    per_gpu = per_gpu_watts(row)
+    return {
+        "id": strawberry.ID(str(row.id)),
+        "gpu_model": row.gpu,
+        "num_gpus": row.num_gpus,
+        "avg_power_watts": row.avg_power_watts,
+        "power_per_gpu_watts": per_gpu,
+        "fraction_of_tdp": fraction_of_tdp(per_gpu, gpu.tdp_watts),
+        "gpu": gpu,
+        "model": Model.of(catalog, model),
+        "model_id": model.model_id,
+        "task": Task.of(catalog, row.task_id),
+        "source": Source.of(catalog),
+        "upstream": UpstreamRow(
             task_file=f"tasks/{task}.json",
-            task_row=self.row.task_row,
+            task_row=row.task_row,
             model_file=model_file_name(model.model_id, task),
-            model_row=self.row.model_row,
-        )
+            model_row=row.model_row,
+        ),
+        "row": row,
+        "catalog": catalog,
+    }
 
 
 @strawberry.type(
@@ -135,11 +143,9 @@ class Configuration(ServingConfiguration):
     )
 
     @classmethod
-    def from_row(cls, row: ConfigurationRow) -> Configuration:
+    def from_row(cls, row: ConfigurationRow, catalog: Catalog) -> Configuration:
         return cls(
-            id=strawberry.ID(str(row.id)),
-            gpu_model=row.gpu,
-            num_gpus=row.num_gpus,
+            **serving(row, catalog),
             max_num_seqs=row.max_num_seqs,
             tensor_parallel=row.tensor_parallel,
             data_parallel=row.data_parallel,
@@ -147,7 +153,6 @@ class Configuration(ServingConfiguration):
             parallel_notes=row.parallel_notes,
             avg_batch_size=row.avg_batch_size,
             avg_output_len=row.avg_output_len,
-            avg_power_watts=row.avg_power_watts,
             energy_per_request_joules=row.energy_per_request_joules,
             energy_per_token_joules=row.energy_per_token_joules,
             median_itl_ms=row.median_itl_ms,
@@ -158,9 +163,12 @@ class Configuration(ServingConfiguration):
             output_length_distribution=OutputLengthDistribution(
                 bins=row.length_bins, counts=row.length_counts
             ),
-            power_per_gpu_watts=per_gpu_watts(row),
-            row=row,
         )
+
+    @classmethod
+    def of(cls, catalog: Catalog, row: ConfigurationRow) -> Configuration:
+        """The configuration of this row (one object per release and row)."""
+        return catalog.once((cls, row.id), lambda: cls.from_row(row, catalog))
 
     @strawberry.field(
         description="Whether this configuration is on a time–energy Pareto frontier of its task "
@@ -169,9 +177,8 @@ class Configuration(ServingConfiguration):
         "MODEL, compares the model's own configurations on the task, as the leaderboard's model "
         "page draws its frontier."
     )
-    async def is_pareto_optimal(
+    def is_pareto_optimal(
         self,
-        info: Info,
         scope: Annotated[
             ParetoScope,
             strawberry.argument(description="Which configurations of the task it is compared to."),
@@ -183,7 +190,7 @@ class Configuration(ServingConfiguration):
     ) -> bool:
         from graph.answers.frontier import is_pareto_optimal
 
-        return await is_pareto_optimal(info.context, self.row, scope, itl_percentile)
+        return is_pareto_optimal(self.catalog, self.row, scope, itl_percentile)
 
     @strawberry.field(
         description="This configuration's energy in joules, watt-hours and kilowatt-hours: per "
@@ -220,18 +227,9 @@ class Edge(Generic[T]):
 class Connection(Generic[T]):
     edges: list[Edge[T]] = strawberry.field(description="The page, with cursors.")
     page_info: PageInfo = strawberry.field(description="Where this page ends.")
-    table: strawberry.Private[Table]
-    release_id: strawberry.Private[int]
-    where: strawberry.Private[ConfigurationFilter]
-
-    @strawberry.field(description="Number of configurations matching the filter, over all pages.")
-    async def total_count(self, info: Info) -> int:
-        return await info.context.read(
-            reads.count_configurations,
-            release_id=self.release_id,
-            table=self.table,
-            where=self.where,
-        )
+    total_count: int = strawberry.field(
+        description="Number of configurations matching the filter, over all pages."
+    )
 
     @strawberry.field(description="The page's configurations, without cursors.")
     def nodes(self) -> list[T]:

@@ -6,14 +6,12 @@ from typing import Annotated, Any, cast
 
 import strawberry
 
-from analysis.power import per_gpu_watts
+from db.catalog import Catalog
 from db.tables import DiffusionConfigurationRow
-from graph.context import Context
-from graph.types.configuration import ServingConfiguration
+from graph.types.configuration import ServingConfiguration, serving
 from graph.types.energy import ElectricityPrice, Estimates, GridCarbonIntensity, OutputEnergy
 from graph.types.ranking import ParetoScope
 
-Info = strawberry.Info[Context, None]
 BATCH_LATENCY = "Measured: time to generate one batch, in seconds. Upstream `batch_latency_s`."
 
 
@@ -43,9 +41,8 @@ class DiffusionConfiguration(ServingConfiguration):
         "has both strictly lower latency and strictly lower energy (ties survive). The default "
         "scope, MODEL, compares the model's own configurations on the task."
     )
-    async def is_pareto_optimal(
+    def is_pareto_optimal(
         self,
-        info: Info,
         scope: Annotated[
             ParetoScope,
             strawberry.argument(description="Which configurations of the task it is compared to."),
@@ -53,7 +50,7 @@ class DiffusionConfiguration(ServingConfiguration):
     ) -> bool:
         from graph.answers.frontier import is_pareto_optimal
 
-        return await is_pareto_optimal(info.context, self.row, scope, None)
+        return is_pareto_optimal(self.catalog, self.row, scope, None)
 
     @strawberry.field(
         description="This configuration's energy per image or video and per 1,000 of them, in "
@@ -99,19 +96,19 @@ class VideoConfiguration(DiffusionConfiguration):
     num_frames: int = strawberry.field(description="Setting: frames per video.")
 
 
-def diffusion_from_row(row: DiffusionConfigurationRow) -> DiffusionConfiguration:
+def diffusion_of(catalog: Catalog, row: DiffusionConfigurationRow) -> DiffusionConfiguration:
+    """The configuration of this row (one object per release and row)."""
+    return catalog.once((DiffusionConfiguration, row.id), lambda: diffusion_from_row(row, catalog))
+
+
+def diffusion_from_row(row: DiffusionConfigurationRow, catalog: Catalog) -> DiffusionConfiguration:
     common: dict[str, Any] = {
-        "id": strawberry.ID(str(row.id)),
-        "gpu_model": row.gpu,
-        "num_gpus": row.num_gpus,
-        "avg_power_watts": row.avg_power_watts,
-        "power_per_gpu_watts": per_gpu_watts(row),
+        **serving(row, catalog),
         "batch_size": row.batch_size,
         "batch_latency_s": row.batch_latency_s,
         "inference_steps": row.inference_steps,
         "ulysses_degree": row.ulysses_degree,
         "ring_degree": row.ring_degree,
-        "row": row,
     }
     if row.output == "video":
         assert row.fps is not None and row.num_frames is not None

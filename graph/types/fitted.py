@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from analysis import fit as fitting
+from db.catalog import Catalog
 from db.tables import ConfigurationRow
-from graph.context import Context
 from graph.errors import BadInput
 from graph.types import common as d
 from graph.types.statistics import UNIT, UNITS
 
 if TYPE_CHECKING:
     from graph.types.model import Model
-
-Info = strawberry.Info[Context, None]
 
 
 @strawberry.enum(description="How estimates along a fitted curve are made.")
@@ -221,26 +219,29 @@ class FittedCurveSeries:
         description="Number of configurations (runs) in the series; more than the batch sizes "
         "when a setting was run again."
     )
+    model: Annotated[Model, strawberry.lazy("graph.types.model")] = strawberry.field(
+        description="The model measured."
+    )
     rows: strawberry.Private[list[ConfigurationRow]]
+    catalog: strawberry.Private[Catalog]
 
-    @strawberry.field(description="The model measured.")
-    async def model(self, info: Info) -> Annotated[Model, strawberry.lazy("graph.types.model")]:
-        from graph.types.model import Model
-
-        return Model.from_row(await info.context.models.load(self.rows[0].model_id))
+    def _fitted(self, name: str) -> FittedMetric:
+        """Fitted once per release: a series is all of a model's rows at one setting."""
+        key = (FittedMetric, name, tuple(r.id for r in self.rows))
+        return self.catalog.once(key, lambda: FittedMetric.of(name, self.rows))
 
     @strawberry.field(description=f"Average power: {d.AVG_POWER}")
     def avg_power_watts(self) -> FittedMetric:
-        return FittedMetric.of("avg_power_watts", self.rows)
+        return self._fitted("avg_power_watts")
 
     @strawberry.field(description=f"Energy per token: {d.ENERGY_PER_TOKEN}")
     def energy_per_token_joules(self) -> FittedMetric:
-        return FittedMetric.of("energy_per_token_joules", self.rows)
+        return self._fitted("energy_per_token_joules")
 
     @strawberry.field(description=f"Median ITL: {d.MEDIAN_ITL}")
     def median_itl_ms(self) -> FittedMetric:
-        return FittedMetric.of("median_itl_ms", self.rows)
+        return self._fitted("median_itl_ms")
 
     @strawberry.field(description=f"Throughput: {d.THROUGHPUT}")
     def output_throughput_tokens_per_sec(self) -> FittedMetric:
-        return FittedMetric.of("output_throughput_tokens_per_sec", self.rows)
+        return self._fitted("output_throughput_tokens_per_sec")

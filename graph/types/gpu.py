@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from db.catalog import Catalog
 from db.tables import GpuRow
 
 
@@ -36,6 +37,16 @@ class Gpu:
             source=row.source,
             source_url=row.source_url,
         )
+
+    @classmethod
+    def of(cls, catalog: Catalog, name: str) -> Gpu:
+        """The GPU type of this name, as the catalog knows it (one object per release)."""
+
+        def make() -> Gpu:
+            row = catalog.gpu_by_name.get(name)
+            return cls.from_row(row) if row else cls.unknown(name)
+
+        return catalog.once((cls, name), make)
 
     @classmethod
     def unknown(cls, name: str) -> Gpu:

@@ -1,24 +1,22 @@
-"""The Model type (an AI model and its measurements), its concurrency curves and measured power."""
+"""The Model type: an AI model of a release, and its measurements from the release's catalog."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import strawberry
 
 from analysis.curves import concurrency_curves
 from analysis.power import Powered, power_by_gpu
-from db.tables import ConfigurationRow, DiffusionConfigurationRow, ModelRow, TaskRow
-from graph.context import Context
+from db.catalog import Catalog
+from db.tables import ConfigurationRow, DiffusionConfigurationRow, ModelRow
 from graph.errors import BadInput
-from graph.types import common as d
 from graph.types.common import OutputLengthDistribution, Spread
 from graph.types.configuration import Configuration
-from graph.types.diffusion import DiffusionConfiguration, diffusion_from_row
+from graph.types.diffusion import DiffusionConfiguration, diffusion_of
 from graph.types.gpu import Gpu
-
-Info = strawberry.Info[Context, None]
-
+from graph.types.measured import CurvePoint, CurveSeries, GpuPower, ModelTask
 
 DEFAULT_TASK = "lm-arena-chat"
 TaskArgument = Annotated[
@@ -29,89 +27,7 @@ TaskArgument = Annotated[
     ),
 ]
 R = TypeVar("R", ConfigurationRow, DiffusionConfigurationRow)
-
-
-def _of_task(rows: list[R], task: str | None, tasks: dict[int, TaskRow]) -> list[R]:
-    return rows if task is None else [r for r in rows if tasks[r.task_id].name == task]
-
-
-@strawberry.type(
-    description="One point of a concurrency curve: a configuration's figures at its max_num_seqs."
-)
-class CurvePoint:
-    max_num_seqs: int = strawberry.field(description=d.MAX_NUM_SEQS)
-    energy_per_token_joules: float = strawberry.field(description=d.ENERGY_PER_TOKEN)
-    energy_per_request_joules: float = strawberry.field(description=d.ENERGY_PER_REQUEST)
-    median_itl_ms: float = strawberry.field(description=d.MEDIAN_ITL)
-    p99_itl_ms: float = strawberry.field(description=d.P99_ITL)
-    output_throughput_tokens_per_sec: float = strawberry.field(description=d.THROUGHPUT)
-    avg_power_watts: float = strawberry.field(description=d.AVG_POWER)
-    avg_batch_size: float = strawberry.field(description=d.AVG_BATCH)
-    configuration_id: strawberry.ID = strawberry.field(
-        description="The configuration this point is (its `id`)."
-    )
-
-    @classmethod
-    def from_row(cls, row: ConfigurationRow) -> CurvePoint:
-        return cls(
-            max_num_seqs=row.max_num_seqs,
-            energy_per_token_joules=row.energy_per_token_joules,
-            energy_per_request_joules=row.energy_per_request_joules,
-            median_itl_ms=row.median_itl_ms,
-            p99_itl_ms=row.p99_itl_ms,
-            output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
-            avg_power_watts=row.avg_power_watts,
-            avg_batch_size=row.avg_batch_size,
-            configuration_id=strawberry.ID(str(row.id)),
-        )
-
-
-@strawberry.type(
-    description="A concurrency curve: how a model's energy, latency, throughput and "
-    "power change with the batch size (max_num_seqs) at one GPU type, GPU count and "
-    "parallelism. Repeated runs of one setting appear as separate points."
-)
-class CurveSeries:
-    task: str = strawberry.field(description="Task the points were measured on.")
-    gpu_model: str = strawberry.field(description=d.GPU_MODEL)
-    num_gpus: int = strawberry.field(description=d.NUM_GPUS)
-    tensor_parallel: int = strawberry.field(description="Tensor-parallel degree.")
-    data_parallel: int = strawberry.field(description="Data-parallel degree.")
-    expert_parallel: int = strawberry.field(description="Expert-parallel degree.")
-    points: list[CurvePoint] = strawberry.field(
-        description="Points in ascending max_num_seqs (then in upstream order)."
-    )
-
-
-@strawberry.type(description="Measured GPU power of a model's configurations on one GPU type.")
-class GpuPower:
-    gpu_model: str = strawberry.field(description=d.GPU_MODEL)
-    configurations: int = strawberry.field(description="Number of configurations summarised.")
-    total_watts: Spread = strawberry.field(
-        description="Measured average power of each configuration, all its GPUs together, in "
-        "watts (upstream `avg_power_watts`)."
-    )
-    per_gpu_watts: Spread = strawberry.field(
-        description="Derived by LeadGreen: average power per GPU (avgPowerWatts ÷ numGpus), "
-        "in watts."
-    )
-    fraction_of_tdp: Spread | None = strawberry.field(
-        description="Derived by LeadGreen: per-GPU power ÷ the GPU's TDP; null when the TDP "
-        "is unknown."
-    )
-    gpu: Gpu = strawberry.field(description="The GPU type, with its reference facts.")
-
-
-@strawberry.type(
-    description="A model measured on a task, with its output-length histogram over all its runs."
-)
-class ModelTask:
-    task: str = strawberry.field(description="Task identifier.")
-    file: str = strawberry.field(description="Upstream per-model file, relative to the data root.")
-    output_length_distribution: OutputLengthDistribution | None = strawberry.field(
-        description="Measured: output lengths over all of the model's runs on the task; null "
-        "for diffusion tasks, whose outputs are images or videos."
-    )
+V = TypeVar("V")
 
 
 @strawberry.type(
@@ -151,9 +67,10 @@ class Model:
     )
     in_index: bool = strawberry.field(description="Whether the v1 index lists this model.")
     row: strawberry.Private[ModelRow]
+    catalog: strawberry.Private[Catalog]
 
     @classmethod
-    def from_row(cls, row: ModelRow) -> Model:
+    def from_row(cls, row: ModelRow, catalog: Catalog) -> Model:
         return cls(
             slug=row.slug,
             name=row.name,
@@ -167,28 +84,54 @@ class Model:
             page=row.page,
             in_index=row.manifest_position is not None,
             row=row,
+            catalog=catalog,
         )
 
-    async def _rows(self, info: Info, task: str | None) -> list[ConfigurationRow]:
-        return _of_task(
-            await info.context.configurations.load(self.row.id), task, await info.context.tasks()
-        )
+    @classmethod
+    def of(cls, catalog: Catalog, row: ModelRow) -> Model:
+        """The model of this row (one object per release and model)."""
+        return catalog.once((cls, row.id), lambda: cls.from_row(row, catalog))
 
-    async def _diffusion_rows(
-        self, info: Info, task: str | None
-    ) -> list[DiffusionConfigurationRow]:
-        return _of_task(
-            await info.context.diffusion_configurations.load(self.row.id),
+    @classmethod
+    def of_id(cls, catalog: Catalog, model_row_id: int) -> Model:
+        """The model of this row id (a configuration's `model_id`)."""
+        return cls.of(catalog, catalog.model_by_id[model_row_id])
+
+    def _derived(self, name: str, task: str | None, make: Callable[[], list[V]]) -> list[V]:
+        """`make()` once per release for a task the release has (or every task); nothing for a
+        task it does not have, without remembering it (a client may ask for any name)."""
+        if task is not None and task not in self.catalog.task_by_name:
+            return []
+        return self.catalog.once((Model, name, self.row.id, task), make)
+
+    def _rows(self, table: type[R], task: str | None) -> list[R]:
+        rows = self.catalog.of_model(table, self.row.id)
+        if task is None:
+            return list(rows)
+        task_id = self.catalog.task_by_name[task].id
+        return [r for r in rows if r.task_id == task_id]
+
+    def _configurations(self, task: str | None) -> list[Configuration]:
+        return self._derived(
+            "configurations",
             task,
-            await info.context.tasks(),
+            lambda: [Configuration.of(self.catalog, r) for r in self._rows(ConfigurationRow, task)],
+        )
+
+    def _diffusion_configurations(self, task: str | None) -> list[DiffusionConfiguration]:
+        return self._derived(
+            "diffusion_configurations",
+            task,
+            lambda: [
+                diffusion_of(self.catalog, r) for r in self._rows(DiffusionConfigurationRow, task)
+            ],
         )
 
     @strawberry.field(
         description="The model's measured configurations on an LLM or MLLM task, in upstream order."
     )
-    async def configurations(
+    def configurations(
         self,
-        info: Info,
         gpu: Annotated[str | None, strawberry.argument(description="Only this GPU type.")] = None,
         num_gpus: Annotated[
             int | None, strawberry.argument(description="Only this many GPUs.")
@@ -203,27 +146,28 @@ class Model:
     ) -> list[Configuration]:
         if max_median_itl_ms is not None and not max_median_itl_ms >= 0:
             raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_median_itl_ms}")
+        every = self._configurations(task)
+        if gpu is None and num_gpus is None and max_median_itl_ms is None:
+            return every
         return [
-            Configuration.from_row(r)
-            for r in await self._rows(info, task)
-            if (gpu is None or r.gpu == gpu)
-            and (num_gpus is None or r.num_gpus == num_gpus)
-            and (max_median_itl_ms is None or r.median_itl_ms <= max_median_itl_ms)
+            c
+            for c in every
+            if (gpu is None or c.gpu_model == gpu)
+            and (num_gpus is None or c.num_gpus == num_gpus)
+            and (max_median_itl_ms is None or c.median_itl_ms <= max_median_itl_ms)
         ]
 
     @strawberry.field(
         description="Concurrency curves: one series per (task, GPU type, number of "
         "GPUs, parallelism), points ordered by max_num_seqs."
     )
-    async def curves(
-        self,
-        info: Info,
-        task: TaskArgument = DEFAULT_TASK,
-    ) -> list[CurveSeries]:
-        rows = await self._rows(info, task)
-        tasks = await info.context.tasks()
+    def curves(self, task: TaskArgument = DEFAULT_TASK) -> list[CurveSeries]:
+        return self._derived("curves", task, lambda: self._curves(task))
+
+    def _curves(self, task: str | None) -> list[CurveSeries]:
+        tasks = self.catalog.task_by_id
         by_task: dict[int, list[ConfigurationRow]] = {}
-        for r in rows:
+        for r in self._rows(ConfigurationRow, task):
             by_task.setdefault(r.task_id, []).append(r)
         return [
             CurveSeries(
@@ -242,17 +186,15 @@ class Model:
     @strawberry.field(
         description="Measured GPU power per GPU type over the model's configurations."
     )
-    async def power(
-        self,
-        info: Info,
-        task: TaskArgument = DEFAULT_TASK,
-    ) -> list[GpuPower]:
+    def power(self, task: TaskArgument = DEFAULT_TASK) -> list[GpuPower]:
+        return self._derived("power", task, lambda: self._power(task))
+
+    def _power(self, task: str | None) -> list[GpuPower]:
         rows: list[Powered] = [
-            *await self._rows(info, task),
-            *await self._diffusion_rows(info, task),
+            *self._rows(ConfigurationRow, task),
+            *self._rows(DiffusionConfigurationRow, task),
         ]
-        gpus = {name: await info.context.gpus.load(name) for name in {r.gpu for r in rows}}
-        tdp = {name: gpu.tdp_watts if gpu else None for name, gpu in gpus.items()}
+        gpus = {name: Gpu.of(self.catalog, name) for name in {r.gpu for r in rows}}
         return [
             GpuPower(
                 gpu_model=p.gpu,
@@ -260,18 +202,17 @@ class Model:
                 total_watts=Spread.from_value(p.total_watts),
                 per_gpu_watts=Spread.from_value(p.per_gpu_watts),
                 fraction_of_tdp=Spread.from_value(p.fraction_of_tdp) if p.fraction_of_tdp else None,
-                gpu=Gpu.from_row(row) if (row := gpus[p.gpu]) else Gpu.unknown(p.gpu),
+                gpu=gpus[p.gpu],
             )
-            for p in power_by_gpu(rows, tdp)
+            for p in power_by_gpu(rows, {name: gpu.tdp_watts for name, gpu in gpus.items()})
         ]
 
     @strawberry.field(
         description="The model's measured configurations on a diffusion task (text-to-image or "
         "text-to-video), in upstream order."
     )
-    async def diffusion_configurations(
+    def diffusion_configurations(
         self,
-        info: Info,
         gpu: Annotated[str | None, strawberry.argument(description="Only this GPU type.")] = None,
         num_gpus: Annotated[
             int | None, strawberry.argument(description="Only this many GPUs.")
@@ -281,16 +222,20 @@ class Model:
         ] = None,
     ) -> list[DiffusionConfiguration]:
         return [
-            diffusion_from_row(r)
-            for r in await self._diffusion_rows(info, task)
-            if (gpu is None or r.gpu == gpu) and (num_gpus is None or r.num_gpus == num_gpus)
+            c
+            for c in self._diffusion_configurations(task)
+            if (gpu is None or c.row.gpu == gpu)
+            and (num_gpus is None or c.row.num_gpus == num_gpus)
         ]
 
     @strawberry.field(
         description="The tasks the model was measured on, each with its output-length histogram."
     )
-    async def tasks(self, info: Info) -> list[ModelTask]:
-        tasks = await info.context.tasks()
+    def tasks(self) -> list[ModelTask]:
+        return self.catalog.once((Model, "tasks", self.row.id), self._tasks)
+
+    def _tasks(self) -> list[ModelTask]:
+        tasks = self.catalog.task_by_id
         return [
             ModelTask(
                 task=tasks[row.task_id].name,
@@ -301,5 +246,5 @@ class Model:
                 if row.length_bins is not None and row.length_counts is not None
                 else None,
             )
-            for row in await info.context.model_tasks.load(self.row.id)
+            for row in self.catalog.tasks_of_model.get(self.row.id, ())
         ]

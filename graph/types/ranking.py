@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from db.tables import ConfigurationRow, DiffusionConfigurationRow
-from graph.context import Context
 from graph.types.task import Task
 
 if TYPE_CHECKING:
@@ -16,7 +15,6 @@ if TYPE_CHECKING:
     from graph.types.diffusion import DiffusionConfiguration
     from graph.types.model import Model
 
-Info = strawberry.Info[Context, None]
 LazyConfiguration = Annotated["Configuration", strawberry.lazy("graph.types.configuration")]
 LazyDiffusion = Annotated["DiffusionConfiguration", strawberry.lazy("graph.types.diffusion")]
 LazyModel = Annotated["Model", strawberry.lazy("graph.types.model")]
@@ -134,13 +132,7 @@ class DiffusionConstraints:
 
 @strawberry.type(description="An answer about one model.")
 class HasModel:
-    model_row_id: strawberry.Private[int]
-
-    @strawberry.field(description="The model this answer is about.")
-    async def model(self, info: Info) -> LazyModel:
-        from graph.types.model import Model
-
-        return Model.from_row(await info.context.models.load(self.model_row_id))
+    model: LazyModel = strawberry.field(description="The model this answer is about.")
 
 
 RANK = "Position in the table, from 1 (models of equal energy in upstream order)."
@@ -219,18 +211,10 @@ class DiffusionLeaderboard:
 
 @strawberry.type(description="A group of configurations, of one model or GPU type or all.")
 class Grouped:
-    model_row_id: strawberry.Private[int | None]
-
-    @strawberry.field(
+    model: LazyModel | None = strawberry.field(
         description="The model whose configurations this frontier compares; null unless the "
         "scope is MODEL or MODEL_GPU (then the frontier spans models)."
     )
-    async def model(self, info: Info) -> LazyModel | None:
-        from graph.types.model import Model
-
-        if self.model_row_id is None:
-            return None
-        return Model.from_row(await info.context.models.load(self.model_row_id))
 
 
 FRONTIER_GPU = (

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from db.catalog import Catalog
 from db.tables import ReleaseRow, SourceRow
 
 if TYPE_CHECKING:
@@ -122,6 +123,13 @@ class Source:
             configurations=row.configurations,
             release=Release.from_row(release),
         )
+
+    @classmethod
+    def of(cls, catalog: Catalog) -> Source:
+        """The release's source (one object per release)."""
+        assert catalog.source is not None, "every release is ingested with its source"
+        source = catalog.source
+        return catalog.once((cls,), lambda: cls.from_rows(source, catalog.release))
 
 
 @strawberry.type(

@@ -197,11 +197,12 @@ class EnergyPerResponseDistribution:
 
     @classmethod
     def of(
-        cls, row: ConfigurationRow, value: EnergyDistribution, scale: BinScale
+        cls, configuration: Configuration, value: EnergyDistribution, scale: BinScale
     ) -> EnergyPerResponseDistribution:
-        p = value.percentiles
+        p, row = value.percentiles, configuration.row
+        assert isinstance(row, ConfigurationRow)
         return cls(
-            configuration=Configuration.from_row(row),
+            configuration=configuration,
             energy_per_token_joules=row.energy_per_token_joules,
             scale=scale,
             bins=list(value.histogram.edges),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from db.catalog import Catalog
 from db.tables import TaskRow
 
 
@@ -24,3 +25,8 @@ class Task:
     @classmethod
     def from_row(cls, row: TaskRow) -> Task:
         return cls(name=row.name, display_name=row.display_name, architecture=row.architecture)
+
+    @classmethod
+    def of(cls, catalog: Catalog, task_id: int) -> Task:
+        """The task of this id (one object per release)."""
+        return catalog.once((cls, task_id), lambda: cls.from_row(catalog.task_by_id[task_id]))

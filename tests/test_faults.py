@@ -1,0 +1,476 @@
+"""Faults while serving: the database going away and coming back, an ingest while clients read.
+
+PostgreSQL is shared on this machine, so it is never stopped: the app reaches it through a TCP
+proxy on 127.0.0.1 that the test cuts (listener closed, every connection reset: what a stopped
+server or a restart looks like to a client) or turns into a black hole (connections accepted,
+nothing answered: a partitioned network), then restores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from db.engine import create_engine, create_tables
+from graph.app import create_app
+from graph.settings import Settings
+from tests import synthetic
+from tests.conftest import BACKENDS, _in_thread, ingest_dir
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+# Fault codes (graph/errors.py) and the statuses the issue asks for.
+UNAVAILABLE = "DATABASE_UNAVAILABLE"
+# How long the app may take to notice the database is gone (it has to give up on it).
+PROMPT_SECONDS = 5.0
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 in front of PostgreSQL that can be cut, black-holed, restored."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self.mode = "forward"
+        self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._client, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.add(writer)
+        try:
+            if self.mode == "blackhole":
+                while await reader.read(65536):
+                    pass
+                return
+            try:
+                up_reader, up_writer = await asyncio.open_connection(*self.target)
+            except OSError:
+                return
+            self.writers.add(up_writer)
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.transport.abort()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.transport.abort()
+
+    async def cut(self) -> None:
+        """Stop listening and reset every connection: new connections are refused."""
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        for writer in list(self.writers):
+            writer.transport.abort()
+        self.writers.clear()
+        await asyncio.sleep(0.05)
+
+    async def blackhole(self) -> None:
+        """Reset every connection, then accept new ones and never answer."""
+        await self.cut()
+        self.mode = "blackhole"
+        await self.start()
+
+    async def restore(self) -> None:
+        await self.cut()
+        self.mode = "forward"
+        await self.start()
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> str:
+    if "postgres" not in BACKENDS:
+        pytest.skip("PostgreSQL is off (LEADGREEN_TEST_POSTGRES=off)")
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+async def proxied(pg_url: str, synthetic_dir: Path) -> AsyncIterator[tuple[Proxy, str]]:
+    """The synthetic snapshot in an emptied PostgreSQL database, and a proxy in front of it."""
+    engine = create_engine(pg_url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await create_tables(engine)
+    await ingest_dir(engine, synthetic_dir, synthetic_dir.parent / "manifest.json")
+    await engine.dispose()
+    proxy = Proxy((PG_HOST, PG_PORT))
+    await proxy.start()
+    url = make_url(pg_url).set(host="127.0.0.1", port=proxy.port)
+    try:
+        yield proxy, url.render_as_string(hide_password=False)
+    finally:
+        await proxy.cut()
+
+
+def fault_settings(url: str, **more: Any) -> Settings:
+    """Short time limits (when the settings have them), so that a black hole is noticed fast."""
+    extra = (
+        {"request_timeout_seconds": 2.0}
+        if "request_timeout_seconds" in Settings.model_fields
+        else {}
+    )
+    return Settings(database_url=url, manifest=None, **extra, **more)
+
+
+@contextlib.asynccontextmanager
+async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield client
+
+
+N = iter(range(10**9))
+
+
+def fresh_query() -> str:
+    """A query no cache holds (an alias of its own), reading a few tables."""
+    return f"{{ q{next(N)}: models {{ slug configurations {{ energyPerTokenJoules }} }} }}"
+
+
+async def timed(coroutine: Any, seconds: float = PROMPT_SECONDS) -> tuple[httpx.Response, float]:
+    start = time.monotonic()
+    async with asyncio.timeout(seconds):
+        response = await coroutine
+    return response, time.monotonic() - start
+
+
+async def after_the_poll(settings: Settings) -> None:
+    """Wait out the release watcher's bound: until then, answers may come from memory (the
+    release's catalog), which is fine; after it, a request must find the database."""
+    await asyncio.sleep(settings.release_poll_seconds + 0.5)
+
+
+async def until_served(client: httpx.AsyncClient, attempts: int = 50) -> int:
+    """Retry (0.2 s apart) until /healthz and a fresh query both answer; the attempts it took."""
+    for attempt in range(1, attempts + 1):
+        health = await client.get("/healthz")
+        answer = await client.post("/graphql", json={"query": fresh_query()})
+        if (
+            health.status_code == 200
+            and answer.status_code == 200
+            and "errors" not in answer.json()
+        ):
+            return attempt
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"not served again after {attempts} attempts: {answer.text[:300]}")
+
+
+def codes(response: httpx.Response) -> list[str]:
+    return [e["extensions"]["code"] for e in response.json()["errors"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# The database goes away and comes back
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_health_while_the_database_is_away(proxied) -> None:
+    """/healthz says 503 promptly, the process keeps answering, and it is 200 again by itself
+    once the database is back."""
+    proxy, url = proxied
+    async with serving(fault_settings(url)) as client:
+        assert (await client.get("/healthz")).status_code == 200
+        await proxy.cut()
+        for _ in range(2):
+            response, _seconds = await timed(client.get("/healthz"))
+            assert (response.status_code, response.json()["status"]) == (503, "unavailable")
+        await proxy.restore()
+        await until_served(client)
+
+
+async def test_graphql_while_the_database_is_away(proxied) -> None:
+    """Right after the cut a request may still be answered from memory (the release's catalog,
+    within the release watcher's bound); after that every request is answered promptly with a
+    JSON error that has a code (never a crash, a hang or INTERNAL). Once the database is back,
+    service resumes by itself within a few retries, and every request after that is answered
+    (no connection broken by the fault is handed out again)."""
+    proxy, url = proxied
+    settings = fault_settings(url)
+    async with serving(settings) as client:
+        assert "errors" not in (await client.post("/graphql", json={"query": fresh_query()})).json()
+        await proxy.cut()
+        right_away, _seconds = await timed(client.post("/graphql", json={"query": fresh_query()}))
+        assert right_away.status_code in (200, 503), right_away.text
+        await after_the_poll(settings)
+        for _ in range(2):
+            response, _seconds = await timed(client.post("/graphql", json={"query": fresh_query()}))
+            assert response.headers["content-type"].startswith("application/json")
+            assert response.json().get("data") is None
+            assert codes(response) and "INTERNAL" not in codes(response), response.text
+        await proxy.restore()
+        attempts = await until_served(client)
+        assert attempts <= 25
+        for _ in range(20):
+            response = await client.post("/graphql", json={"query": fresh_query()})
+            assert (response.status_code, "errors" in response.json()) == (200, False)
+
+
+async def test_graphql_says_503_database_unavailable(proxied) -> None:
+    """The issue: requests get a 503 with a code while the database is away: HTTP 503 (with
+    Retry-After), `extensions.code` DATABASE_UNAVAILABLE, no data, for either media type."""
+    proxy, url = proxied
+    settings = fault_settings(url)
+    async with serving(settings) as client:
+        await proxy.cut()
+        await after_the_poll(settings)
+        for accept in ("application/json", "application/graphql-response+json"):
+            response, _seconds = await timed(
+                client.post("/graphql", json={"query": fresh_query()}, headers={"accept": accept})
+            )
+            assert response.status_code == 503, response.text
+            assert "retry-after" in response.headers
+            assert set(codes(response)) == {UNAVAILABLE}
+            assert response.json().get("data") is None
+
+
+async def test_a_cached_answer_is_still_served_or_refused_cleanly(proxied) -> None:
+    """An answer already in the response cache: served from it (200) or refused with 503 —
+    never an error that leaks the fault's details."""
+    proxy, url = proxied
+    query = {"query": "{ gpus { name } }"}
+    async with serving(fault_settings(url)) as client:
+        first = await client.post("/graphql", json=query)
+        await proxy.cut()
+        again, _seconds = await timed(client.post("/graphql", json=query))
+        assert again.status_code in (200, 503)
+        if again.status_code == 200:
+            assert again.json()["data"] == first.json()["data"]
+        else:
+            assert set(codes(again)) == {UNAVAILABLE}
+
+
+async def test_readyz(proxied) -> None:
+    """/readyz: 200 when the database answers and holds a release, 503 while it is away, 200
+    again by itself once it is back."""
+    proxy, url = proxied
+    async with serving(fault_settings(url)) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        await proxy.cut()
+        response, _seconds = await timed(client.get("/readyz"))
+        assert response.status_code == 503
+        assert response.headers["content-type"].startswith("application/json")
+        await proxy.restore()
+        for _ in range(50):
+            if (await client.get("/readyz")).status_code == 200:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("/readyz did not come back")
+
+
+async def test_a_database_that_does_not_answer(proxied) -> None:
+    """A black hole (connections accepted, nothing answered: a partitioned network): /healthz
+    and /readyz say 503 promptly (the time limits apply to connecting too), GraphQL answers 503
+    DATABASE_UNAVAILABLE for either media type, and service resumes by itself afterwards."""
+    proxy, url = proxied
+    settings = fault_settings(url)
+    async with serving(settings) as client:
+        assert (await client.post("/graphql", json={"query": fresh_query()})).status_code == 200
+        await proxy.blackhole()
+        health, _seconds = await timed(client.get("/healthz"))
+        ready, _seconds = await timed(client.get("/readyz"))
+        assert (health.status_code, ready.status_code) == (503, 503)
+        await after_the_poll(settings)
+        for accept in ("application/json", "application/graphql-response+json"):
+            response, _seconds = await timed(
+                client.post("/graphql", json={"query": fresh_query()}, headers={"accept": accept})
+            )
+            assert response.status_code == 503, response.text
+            assert set(codes(response)) == {UNAVAILABLE}
+        await proxy.restore()
+        assert await until_served(client) <= 25
+
+
+# ---------------------------------------------------------------------------------------------
+# An ingest while clients read: every answer from one release
+# ---------------------------------------------------------------------------------------------
+
+# source.release and three tables' values: what a mix of two releases would show.
+READ = """{
+  source { release { id lastUpdated } }
+  configurations(first: 50) { totalCount nodes { id modelId maxNumSeqs energyPerTokenJoules } }
+  models { slug configurations { maxNumSeqs energyPerTokenJoules } }
+  leaderboard(constraints: { maxItlMs: null }) { entries { rank energyJoules model { slug } } }
+}"""
+
+
+def second_release() -> dict[str, Any]:
+    """A bigger release with other measurements and a later date: 7 x 40 rows, energies x 2."""
+    rows = []
+    for k in range(40):
+        for row in synthetic.ROWS:
+            rows.append(
+                synthetic.row(
+                    row["model_id"],
+                    row["gpu_model"],
+                    row["num_gpus"],
+                    row["max_num_seqs"] + 1000 * k,
+                    row["energy_per_token_joules"] * 2,
+                    row["median_itl_ms"],
+                    tp=row["tensor_parallel"],
+                    ep=row["expert_parallel"],
+                    power=row["avg_power_watts"],
+                )
+            )
+    documents = synthetic.documents(rows)
+    documents["index.json"]["last_updated"] = "2030-02-01"
+    return documents
+
+
+async def read(client: httpx.AsyncClient) -> dict[str, Any]:
+    response = await client.post("/graphql", json={"query": READ})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param({}, id="defaults"),
+        pytest.param({"cache": "off", "release_poll_seconds": 0}, id="uncached-poll0"),
+    ],
+)
+async def test_an_ingest_while_clients_read(
+    database_url, engine, synthetic_dir, tmp_path, variant
+) -> None:
+    """16 readers query while a second release is ingested (in a thread of its own, with its
+    own engine, as `leadgreen ingest` would from another process): every answer is entirely the
+    first release's or entirely the second's."""
+    manifest = synthetic_dir.parent / "manifest.json"
+    await ingest_dir(engine, synthetic_dir, manifest)
+    second = synthetic.write(tmp_path / "second", second_release())
+
+    async def ingest_second() -> None:
+        other = create_engine(database_url)
+        try:
+            await ingest_dir(other, second, manifest)
+        finally:
+            await other.dispose()
+
+    settings = Settings(database_url=database_url, manifest=None, **variant)
+    async with serving(settings) as client:
+        before = await read(client)
+        assert before["source"]["release"] == {"id": 1, "lastUpdated": "2030-01-02"}
+        answers: list[dict[str, Any]] = []
+        done = asyncio.Event()
+
+        async def reader() -> None:
+            while not done.is_set():
+                answers.append(await read(client))
+                await asyncio.sleep(0.005)  # leave the ingest thread some of the GIL
+
+        readers = [asyncio.create_task(reader()) for _ in range(16)]
+        await asyncio.sleep(0.2)
+        ingesting = time.monotonic()
+        await anyio.to_thread.run_sync(_in_thread, ingest_second())
+        ingested = time.monotonic() - ingesting
+        # Read on until the new release is served (within the poll interval), and a bit more.
+        deadline = time.monotonic() + settings.release_poll_seconds + 5
+        while not any(a["source"]["release"]["id"] == 2 for a in answers[-16:]):
+            assert time.monotonic() < deadline, "the new release was never served"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        done.set()
+        await asyncio.gather(*readers)
+        after = await read(client)
+    assert after["source"]["release"] == {"id": 2, "lastUpdated": "2030-02-01"}
+    assert after["configurations"]["totalCount"] == 280
+    mixed = [a for a in answers if a != before and a != after]
+    assert not mixed, f"{len(mixed)} of {len(answers)} answers mix two releases: {mixed[0]}"
+    seen = {a["source"]["release"]["id"] for a in answers}
+    assert seen == {1, 2}, (seen, len(answers), ingested)
+
+
+# ---------------------------------------------------------------------------------------------
+# Starting
+# ---------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def _serve(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = {**os.environ, "LEADGREEN_LOG_LEVEL": "warning"}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "leadgreen"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_serve_ingests_into_an_empty_database(synthetic_dir: Path, tmp_path: Path) -> None:
+    """`leadgreen serve --source S` on an empty database (a first start, Docker's included)
+    ingests S and serves it."""
+    port = _free_port()
+    manifest = synthetic_dir.parent / "manifest.json"
+    args = ["serve", "--database-url", str(tmp_path / "new.db"), "--source", str(synthetic_dir)]
+    args += ["--manifest", str(manifest), "--host", "127.0.0.1", "--port", str(port)]
+    with _serve(args, tmp_path / "serve.log") as process:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError((tmp_path / "serve.log").read_text()[-2000:])
+            with contextlib.suppress(httpx.HTTPError):
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                if health.status_code == 200:
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("no answer from /healthz within 60 s")
+    assert health.json()["release"] == 1
+    assert (
+        json.loads((synthetic_dir / "index.json").read_text())["last_updated"]
+        == (health.json()["lastUpdated"])
+    )

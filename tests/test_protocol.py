@@ -1,0 +1,536 @@
+"""GraphQL over HTTP at /graphql: media types and statuses, refusals as JSON with a code, the
+request limits (body, URL, deadline, batches), masked failures, /readyz and the database away."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from db.engine import create_engine
+from graph.errors import Code, database_fault
+from tests.test_cache import serve
+
+pytestmark = pytest.mark.anyio
+
+JSON = "application/json"
+GQL = "application/graphql-response+json"
+GPUS = "{ gpus { name } }"
+GPUS_ANSWER = {
+    "data": {"gpus": [{"name": "B200"}, {"name": "H100"}]},
+    "extensions": {"cost": {"requestedQueryCost": 5, "actualQueryCost": 3}},
+}
+UNKNOWN_FIELD = [
+    {
+        "message": "Cannot query field 'nope' on type 'Query'.",
+        "locations": [{"line": 1, "column": 3}],
+        "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"},
+    }
+]
+BAD_VARIABLE = [
+    {
+        "message": "Variable '$n' has invalid value: Expected value of non-null type 'Int!' "
+        "not to be None.",
+        "locations": [{"line": 1, "column": 8}],
+        "extensions": {"code": "BAD_USER_INPUT"},
+    }
+]
+
+
+def refusal(message: str, code: str, **extensions: Any) -> dict[str, Any]:
+    return {"errors": [{"message": message, "extensions": {"code": code, **extensions}}]}
+
+
+def seen(response: httpx.Response) -> tuple[int, str, Any]:
+    return response.status_code, response.headers["content-type"], response.json()
+
+
+@pytest.mark.parametrize(
+    ("accept", "media"),
+    [
+        (None, JSON),
+        ("application/json", JSON),
+        ("*/*", JSON),
+        ("text/html, */*;q=0.8", JSON),
+        ("application/graphql-response+json", GQL),
+        ("application/graphql-response+json, application/json;q=0.9", GQL),
+        ("application/json, application/graphql-response+json;q=0.5", JSON),
+    ],
+)
+async def test_the_media_type_follows_accept(synthetic_db, settings, accept, media) -> None:
+    headers = {"accept": accept} if accept else {}
+    async with serve(settings) as client:
+        posted = await client.post("/graphql", json={"query": GPUS}, headers=headers)
+        got = await client.get("/graphql", params={"query": GPUS}, headers=headers)
+    assert seen(posted) == (200, media, GPUS_ANSWER)
+    assert seen(got) == (200, media, GPUS_ANSWER)
+    assert got.headers["vary"] == "accept"  # a shared cache must keep the two types apart
+
+
+@pytest.mark.parametrize(
+    ("query", "variables", "errors"),
+    [
+        ("{ nope }", None, UNKNOWN_FIELD),
+        (
+            "query ($n: Int!) { configurations(first: $n) { totalCount } }",
+            {"n": None},
+            BAD_VARIABLE,
+        ),
+        (
+            "{ gpus {",
+            None,
+            [
+                {
+                    "message": "Syntax Error: Expected Name, found <EOF>.",
+                    "locations": [{"line": 1, "column": 9}],
+                    "extensions": {"code": "GRAPHQL_PARSE_FAILED"},
+                }
+            ],
+        ),
+    ],
+    ids=["validation", "variables", "parse"],
+)
+async def test_request_errors_by_media_type(
+    synthetic_db, settings, query, variables, errors
+) -> None:
+    """application/json: 200 with `data: null`; graphql-response+json: 400 and no `data`."""
+    body = {"query": query, "variables": variables}
+    async with serve(settings) as client:
+        legacy = await client.post("/graphql", json=body, headers={"accept": JSON})
+        new = await client.post("/graphql", json=body, headers={"accept": GQL})
+    assert seen(legacy) == (200, JSON, {"data": None, "errors": errors})
+    assert seen(new) == (400, GQL, {"errors": errors})
+
+
+async def test_a_field_error_is_200_for_either_media_type(synthetic_db, settings) -> None:
+    query = '{ model(slug: "tiny-1b", modelId: "acme/Tiny-1B") { name } }'
+    expected = {
+        "data": {"model": None},
+        "errors": [
+            {
+                "message": "give exactly one of `slug` and `modelId`",
+                "locations": [{"line": 1, "column": 3}],
+                "path": ["model"],
+                "extensions": {"code": "BAD_USER_INPUT"},
+            }
+        ],
+    }
+    async with serve(settings) as client:
+        for accept in (JSON, GQL):
+            response = await client.post(
+                "/graphql", json={"query": query}, headers={"accept": accept}
+            )
+            assert seen(response) == (200, accept, expected)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "expected"),
+    [
+        (
+            b"",
+            JSON,
+            400,
+            refusal("The body is empty; send a JSON object with a `query`.", "BAD_REQUEST"),
+        ),
+        (b'{"query": "\xff"}', JSON, 400, refusal("The body is not valid UTF-8.", "BAD_REQUEST")),
+        (
+            b"42",
+            JSON,
+            400,
+            refusal("The body must be a JSON object (a GraphQL request).", "BAD_REQUEST"),
+        ),
+        (b'{"query": 1}', JSON, 400, refusal("`query` must be a string or null.", "BAD_REQUEST")),
+        (
+            b'{"query": "{ gpus { name } }", "variables": []}',
+            JSON,
+            400,
+            refusal("`variables` must be an object or null.", "BAD_REQUEST"),
+        ),
+        (
+            b'{"query": "{ gpus { name } }", "operationName": false}',
+            JSON,
+            400,
+            refusal("`operationName` must be a string or null.", "BAD_REQUEST"),
+        ),
+        (
+            b'{"query": "{ gpus { name } }", "extensions": "x"}',
+            JSON,
+            400,
+            refusal("`extensions` must be an object or null.", "BAD_REQUEST"),
+        ),
+        (
+            b"query=%7B+gpus+%7B+name+%7D+%7D",
+            "application/x-www-form-urlencoded",
+            415,
+            refusal(
+                "Send the request as application/json (the Content-Type was "
+                "application/x-www-form-urlencoded).",
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
+        ),
+        (
+            b'{"query": "{ gpus { name } }"}',
+            "application/json; charset=latin-1",
+            415,
+            refusal("Send the request body in UTF-8.", "UNSUPPORTED_MEDIA_TYPE"),
+        ),
+        (
+            b'{"query": "{ gpus { name } }"}',
+            None,
+            415,
+            refusal(
+                "Send the request as application/json (the Content-Type was none).",
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
+        ),
+    ],
+    ids=[
+        "empty",
+        "invalid-utf8",
+        "not-an-object",
+        "query-not-a-string",
+        "variables-not-an-object",
+        "operation-name-not-a-string",
+        "extensions-not-an-object",
+        "form",
+        "latin-1",
+        "no-content-type",
+    ],
+)
+async def test_malformed_posts_are_refused_as_json(
+    synthetic_db, settings, body, content_type, status, expected
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    async with serve(settings) as client:
+        for accept, media in ((JSON, JSON), (GQL, GQL)):
+            response = await client.post(
+                "/graphql", content=body, headers={**headers, "accept": accept}
+            )
+            assert seen(response) == (status, media, expected)
+            assert response.headers["cache-control"] == "no-store"
+
+
+async def test_malformed_gets_are_refused_as_json(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        no_query = await client.get("/graphql", headers={"accept": JSON})
+        bad_utf8 = await client.get("/graphql?query=%FF")
+        bad_variables = await client.get("/graphql", params={"query": GPUS, "variables": "{"})
+        graphiql = await client.get("/graphql", headers={"accept": "text/html"})
+    assert seen(no_query) == (400, JSON, refusal("The request has no `query`.", "BAD_REQUEST"))
+    assert seen(bad_utf8) == (
+        400,
+        JSON,
+        refusal("The query string is not valid UTF-8.", "BAD_REQUEST"),
+    )
+    assert seen(bad_variables) == (
+        400,
+        JSON,
+        refusal("`variables` is not valid JSON.", "BAD_REQUEST"),
+    )
+    assert (graphiql.status_code, graphiql.headers["content-type"]) == (
+        200,
+        "text/html; charset=utf-8",
+    )
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+async def test_other_methods_are_405_with_allow(synthetic_db, settings, method) -> None:
+    async with serve(settings) as client:
+        response = await client.request(method, "/graphql")
+    assert (response.status_code, response.headers["allow"]) == (405, "GET, POST")
+    if method != "HEAD":
+        assert response.json() == refusal(
+            "GraphQL is served over GET and POST.", "METHOD_NOT_ALLOWED"
+        )
+
+
+async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        for accept in (JSON, GQL):
+            response = await client.get(
+                "/graphql", params={"query": "mutation { __typename }"}, headers={"accept": accept}
+            )
+            assert (response.status_code, response.headers["allow"]) == (405, "POST")
+            assert seen(response) == (
+                405,
+                accept,
+                refusal(
+                    "Only queries can be sent with GET; send other operations with POST.",
+                    "METHOD_NOT_ALLOWED",
+                ),
+            )
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {"query": "query A { gpus { name } } query B { tasks { name } }"},
+            "The document holds several operations: say which to run with `operationName`.",
+        ),
+        (
+            {"query": "query A { gpus { name } }", "operationName": "B"},
+            'Unknown operation named "B".',
+        ),
+    ],
+    ids=["several-without-a-name", "unknown-name"],
+)
+async def test_an_operation_that_cannot_be_chosen(synthetic_db, settings, body, message) -> None:
+    async with serve(settings) as client:
+        legacy = await client.post("/graphql", json=body)
+        new = await client.post("/graphql", json=body, headers={"accept": GQL})
+    assert (legacy.status_code, new.status_code) == (200, 400)
+    for response in (legacy, new):
+        assert {k: v for k, v in response.json().items() if v is not None} == refusal(
+            message, "BAD_REQUEST"
+        )
+
+
+async def test_the_body_cap_is_checked_before_reading(synthetic_db, settings) -> None:
+    """A declared Content-Length past the cap is refused without reading; so is a streamed body
+    that grows past it."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"query": "' + b" " * 60
+        yield b" " * 60 + b'{ gpus { name } }"}'
+
+    expected = refusal("The request body is larger than the limit of 100 bytes.", "BODY_TOO_LARGE")
+    async with serve(settings, max_body_bytes=100) as client:
+        declared = await client.post(
+            "/graphql",
+            content=b"{}",
+            headers={"content-type": JSON, "content-length": "1000000"},
+        )
+        streamed = await client.post("/graphql", content=chunks(), headers={"content-type": JSON})
+    assert seen(declared) == (413, JSON, expected)
+    assert seen(streamed) == (413, JSON, expected)
+
+
+async def test_a_url_past_the_cap_is_414(synthetic_db, settings) -> None:
+    async with serve(settings, max_url_bytes=100) as client:
+        short = await client.get("/graphql", params={"query": GPUS})
+        long = await client.get("/graphql", params={"query": GPUS + " " * 100})
+    assert short.status_code == 200
+    assert seen(long) == (
+        414,
+        JSON,
+        refusal(
+            "The URL is longer than the limit of 100 bytes; send the request with POST, or as "
+            "a persisted query.",
+            "URL_TOO_LONG",
+        ),
+    )
+
+
+async def test_batches_when_enabled(synthetic_db, settings) -> None:
+    batch = [{"query": GPUS}, {"query": "{ nope }"}]
+    async with serve(settings, batch_max=2) as client:
+        answered = await client.post("/graphql", json=batch)
+        too_many = await client.post("/graphql", json=[*batch, {"query": GPUS}])
+        empty = await client.post("/graphql", json=[])
+        malformed = await client.post("/graphql", json=[{"query": GPUS}, 7])
+    assert seen(answered) == (200, JSON, [GPUS_ANSWER, {"data": None, "errors": UNKNOWN_FIELD}])
+    assert seen(too_many) == (
+        400,
+        JSON,
+        refusal("A batch holds 1 to 2 operations; this one has 3.", "BATCH_TOO_LARGE"),
+    )
+    assert seen(empty) == (
+        400,
+        JSON,
+        refusal("A batch holds 1 to 2 operations; this one has 0.", "BATCH_TOO_LARGE"),
+    )
+    assert seen(malformed) == (
+        400,
+        JSON,
+        refusal("The body must be a JSON object (a GraphQL request).", "BAD_REQUEST"),
+    )
+
+
+async def test_batches_are_off_by_default(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        response = await client.post("/graphql", json=[{"query": GPUS}])
+    assert seen(response) == (
+        400,
+        JSON,
+        refusal(
+            "Batching is off: send one operation (a JSON object) per request.",
+            "BATCHING_DISABLED",
+        ),
+    )
+
+
+async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> None:
+    """The deadline stops the execution (here one that would never end)."""
+    async with serve(settings, request_timeout_seconds=0.05) as client:
+        handler = client.app.graphql  # type: ignore[attr-defined]
+
+        async def never(*_args: Any) -> Any:
+            await asyncio.Event().wait()
+
+        handler.execute = never
+        response = await client.post("/graphql", json={"query": GPUS})
+    assert seen(response) == (
+        504,
+        JSON,
+        refusal("The request took longer than the limit of 0.05 s.", "REQUEST_TIMEOUT"),
+    )
+
+
+async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, caplog) -> None:
+    async with serve(settings) as client:
+        handler = client.app.graphql  # type: ignore[attr-defined]
+
+        async def broken(*_args: Any) -> Any:
+            raise RuntimeError("SELECT secret FROM /work/main/db.py")
+
+        handler.execute = broken
+        with caplog.at_level(logging.ERROR, logger="leadgreen"):
+            response = await client.post("/graphql", json={"query": GPUS})
+    body = response.json()
+    request_id = body["errors"][0]["extensions"]["requestId"]
+    assert seen(response) == (
+        500,
+        JSON,
+        {
+            "errors": [
+                {
+                    "message": "Internal server error",
+                    "extensions": {"code": "INTERNAL", "requestId": request_id},
+                }
+            ]
+        },
+    )
+    [record] = [r for r in caplog.records if request_id in r.getMessage()]
+    assert record.exc_info is not None and "SELECT secret" in str(record.exc_info[1])
+
+
+async def test_other_routes_answer_json(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        missing = await client.get("/nowhere")
+        wrong_method = await client.post("/healthz")
+    assert seen(missing) == (404, JSON, {"error": {"code": "NOT_FOUND", "message": "Not Found"}})
+    assert seen(wrong_method) == (
+        405,
+        JSON,
+        {"error": {"code": "METHOD_NOT_ALLOWED", "message": "Method Not Allowed"}},
+    )
+
+
+async def test_readyz(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        response = await client.get("/readyz")
+    assert seen(response) == (
+        200,
+        JSON,
+        {"status": "ready", "release": 1, "lastUpdated": "2030-01-02"},
+    )
+
+
+async def test_readyz_without_a_release(settings) -> None:
+    async with serve(settings) as client:
+        response = await client.get("/readyz")
+    assert seen(response) == (
+        503,
+        JSON,
+        {"status": "unavailable", "reason": "no release loaded: run `leadgreen ingest`"},
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL away: through a TCP proxy that is cut and restored (the shared server stays up)
+# ---------------------------------------------------------------------------------------------
+
+
+class Proxy:
+    """127.0.0.1:port forwarding to PostgreSQL; `cut` closes it and every connection."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+        self.port = 0
+        self.open: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self.forward, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", 5432)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.open |= {writer, up_writer}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def cut(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        for writer in self.open:
+            writer.transport.abort()
+        self.open.clear()
+
+
+@pytest.fixture
+async def proxied_settings(synthetic_db, settings) -> AsyncIterator[tuple[Proxy, Any]]:
+    if not settings.database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only: the database is reached through a TCP proxy")
+    proxy = Proxy()
+    await proxy.start()
+    url = make_url(settings.database_url).set(host="127.0.0.1", port=proxy.port)
+    yield proxy, settings.model_copy(update={"database_url": url.render_as_string(False)})
+    await proxy.cut()
+
+
+async def test_the_database_away_is_503_and_service_resumes(proxied_settings) -> None:
+    proxy, settings = proxied_settings
+    unavailable = refusal("The database is unavailable; try again shortly.", "DATABASE_UNAVAILABLE")
+    async with serve(settings) as client:
+        before = await client.post("/graphql", json={"query": GPUS})
+        await proxy.cut()
+        during = await client.post("/graphql", json={"query": "{ tasks { name } }"})
+        ready = await client.get("/readyz")
+        await proxy.start()
+        for _ in range(50):  # the pool notices by itself; no request needs to fail for it
+            after = await client.post("/graphql", json={"query": "{ tasks { name } }"})
+            if after.status_code == 200:
+                break
+            await asyncio.sleep(0.1)
+        ready_again = await client.get("/readyz")
+    assert seen(before) == (200, JSON, GPUS_ANSWER)
+    assert seen(during) == (503, JSON, unavailable)
+    assert during.headers["retry-after"] == "1"
+    assert seen(ready) == (503, JSON, {"status": "unavailable", "reason": "database unreachable"})
+    assert (after.status_code, "errors" in after.json()) == (200, False)
+    assert ready_again.status_code == 200
+
+
+async def test_a_statement_past_the_timeout_is_request_timeout(synthetic_db, settings) -> None:
+    """PostgreSQL's statement_timeout comes from the setting; its error is REQUEST_TIMEOUT."""
+    if not settings.database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only")
+    engine = create_engine(settings.database_url, statement_timeout=0.05)
+    try:
+        async with engine.connect() as conn:
+            assert await conn.scalar(text("SHOW statement_timeout")) == "50ms"
+            with pytest.raises(Exception) as raised:
+                await conn.execute(text("SELECT pg_sleep(5)"))
+    finally:
+        await engine.dispose()
+    assert database_fault(raised.value) is Code.REQUEST_TIMEOUT
