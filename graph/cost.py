@@ -337,7 +337,7 @@ def _requested_cost(
         return None
 
 
-class Shape:
+class ResultShape:
     """The fields of a selection that have selections of their own, by response key.
 
     The result holds only what applied, so fragments count whatever their type condition.
@@ -352,14 +352,16 @@ class Shape:
         sets: tuple[SelectionSetNode, ...],
     ) -> None:
         self.fragments, self.sets = fragments, sets
-        self._children: dict[str, Shape] | None = None
+        self._children: dict[str, ResultShape] | None = None
 
-    def children(self) -> dict[str, Shape]:
+    def children(self) -> dict[str, ResultShape]:
         if self._children is None:
             found: dict[str, list[SelectionSetNode]] = {}
             for selection_set in self.sets:
                 self._collect(selection_set, found, set())
-            self._children = {k: Shape(self.fragments, tuple(v)) for k, v in found.items() if v}
+            self._children = {
+                key: ResultShape(self.fragments, tuple(sets)) for key, sets in found.items() if sets
+            }
         return self._children
 
     def _collect(
@@ -403,14 +405,14 @@ class Shape:
 _SHAPES = Memo(256)
 
 
-def _shape(document: DocumentNode, operation_name: str | None) -> Shape | None:
+def _shape(document: DocumentNode, operation_name: str | None) -> ResultShape | None:
     operation = get_operation_ast(document, operation_name)
     if operation is None:
         return None
     fragments = {
         d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
     }
-    return Shape(fragments, (operation.selection_set,))
+    return ResultShape(fragments, (operation.selection_set,))
 
 
 def actual_cost(document: DocumentNode, operation_name: str | None, data: Any) -> int:
@@ -419,4 +421,4 @@ def actual_cost(document: DocumentNode, operation_name: str | None, data: Any) -
     if not isinstance(data, Mapping):
         return 0
     shape = _SHAPES.get((Same(document), operation_name), lambda: _shape(document, operation_name))
-    return 0 if shape is None else cast(Shape, shape).count(data)
+    return 0 if shape is None else cast(ResultShape, shape).count(data)

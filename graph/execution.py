@@ -127,7 +127,7 @@ class PlainObjects(StrawberryGraphQLCoreExecutionContext):
         if self._plain and position_context is None:
             plan, usual = self._planned(return_type, collected)
             if plan is not None:
-                data = plain.complete(plan, result)
+                data = plan.complete(result)
                 if data is not None:
                     if not usual:
                         return data
@@ -190,7 +190,7 @@ class PlainObjects(StrawberryGraphQLCoreExecutionContext):
                 continue
             if is_type_of is not None and is_type_of(item, info) is not True:
                 return None
-            data = plain.complete(plan, item)
+            data = plan.complete(item)
             if data is None:
                 return None
             completed.append(data)

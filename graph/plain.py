@@ -40,7 +40,7 @@ INT_RANGE = (scalars.GRAPHQL_MIN_INT, scalars.GRAPHQL_MAX_INT)
 
 
 # What a coercion returns unchanged: such a value needs no call (the coercion's own test).
-UNCHANGED = {
+UNCHANGED: dict[Callable[[Any], Any], str] = {
     scalars.serialize_float: "{v}.__class__ is float and isfinite({v})",
     scalars.serialize_int: f"{{v}}.__class__ is int and {INT_RANGE[0]} <= {{v}} <= {INT_RANGE[1]}",
     scalars.serialize_string: "{v}.__class__ is str",
@@ -190,7 +190,7 @@ def _compiled(type_name: str, steps: list[Step]) -> Callable[[Any], dict[str, An
         [
             "def complete(source):",
             "    try:",
-            *(f"        {line}" for line in body),
+            *(f"        {line}" for line in body or ["pass"]),
             "    except Exception:",  # the usual way reports it, located
             "        return None",
             f"    return {{{answer}}}",

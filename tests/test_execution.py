@@ -204,3 +204,9 @@ async def test_lists_of_plain_objects_answer_as_the_usual_way(field, case) -> No
     """A null item, a value that does not coerce, an item of another type, a long list."""
     plain, usual_answer = await _toy(f"{{ a: {field}(case: {case}) {{ x label __typename }} }}")
     assert plain == usual_answer
+
+
+async def test_a_selection_of_the_type_name_only() -> None:
+    plain, usual_answer = await _toy("{ points(case: 0) { __typename t: __typename } }")
+    assert plain == usual_answer
+    assert json.loads(plain[0]) == {"points": [{"__typename": "Point", "t": "Point"}] * 2}
