@@ -28,6 +28,20 @@ from graph.types.source import LeadGreenIndex, Release, Source
 from graph.types.task import Task
 
 Info = strawberry.Info[Context, None]
+# The arguments both configuration connections take.
+FILTER = strawberry.argument(description="Conditions every configuration returned meets.")
+ORDER = strawberry.argument(description="Ordering; by id (upstream order) when not given.")
+FirstArgument = Annotated[
+    int | None,
+    strawberry.argument(
+        description="Page size; the server's default when not given, at most its maximum "
+        "(see the README's settings)."
+    ),
+]
+AfterArgument = Annotated[
+    str | None,
+    strawberry.argument(description="Return the configurations after this cursor (`endCursor`)."),
+]
 ReleaseArgument = Annotated[
     int | None,
     strawberry.argument(
@@ -110,27 +124,10 @@ class Query(RankingQuery, StatisticsQuery):
     async def configurations(
         self,
         info: Info,
-        filter: Annotated[
-            ConfigurationFilterInput | None,
-            strawberry.argument(description="Conditions every configuration returned meets."),
-        ] = None,
-        order_by: Annotated[
-            ConfigurationOrder | None,
-            strawberry.argument(description="Ordering; by id (upstream order) when not given."),
-        ] = None,
-        first: Annotated[
-            int | None,
-            strawberry.argument(
-                description="Page size; the server's default when not given, at most its "
-                "maximum (see the README's settings)."
-            ),
-        ] = None,
-        after: Annotated[
-            str | None,
-            strawberry.argument(
-                description="Return the configurations after this cursor (`endCursor`)."
-            ),
-        ] = None,
+        filter: Annotated[ConfigurationFilterInput | None, FILTER] = None,
+        order_by: Annotated[ConfigurationOrder | None, ORDER] = None,
+        first: FirstArgument = None,
+        after: AfterArgument = None,
         release: ReleaseArgument = None,
     ) -> Connection[Configuration]:
         return await resolvers.configurations(
@@ -144,27 +141,10 @@ class Query(RankingQuery, StatisticsQuery):
     async def diffusion_configurations(
         self,
         info: Info,
-        filter: Annotated[
-            DiffusionConfigurationFilterInput | None,
-            strawberry.argument(description="Conditions every configuration returned meets."),
-        ] = None,
-        order_by: Annotated[
-            DiffusionConfigurationOrder | None,
-            strawberry.argument(description="Ordering; by id (upstream order) when not given."),
-        ] = None,
-        first: Annotated[
-            int | None,
-            strawberry.argument(
-                description="Page size; the server's default when not given, at most its "
-                "maximum (see the README's settings)."
-            ),
-        ] = None,
-        after: Annotated[
-            str | None,
-            strawberry.argument(
-                description="Return the configurations after this cursor (`endCursor`)."
-            ),
-        ] = None,
+        filter: Annotated[DiffusionConfigurationFilterInput | None, FILTER] = None,
+        order_by: Annotated[DiffusionConfigurationOrder | None, ORDER] = None,
+        first: FirstArgument = None,
+        after: AfterArgument = None,
         release: ReleaseArgument = None,
     ) -> Connection[DiffusionConfiguration]:
         return await resolvers.configurations(
