@@ -115,7 +115,7 @@ DOCUMENTED_CODES = {
 }
 LEAKS = re.compile(
     r"Traceback|File \"|\bSELECT\b|\bFROM\b.*\bWHERE\b|sqlalchemy|asyncpg|aiosqlite|sqlite3|"
-    r"/work/|site-packages|\.py\b",
+    r"site-packages|\.py\b|" + re.escape(str(Path(__file__).resolve().parents[1])),
     re.I,
 )
 # Refusals with a status of their own, and their one code.

@@ -389,7 +389,7 @@ async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, 
         handler = client.app.graphql  # type: ignore[attr-defined]
 
         async def broken(*_args: Any) -> Any:
-            raise RuntimeError("SELECT secret FROM /work/main/db.py")
+            raise RuntimeError("SELECT secret FROM /srv/app/db.py")
 
         handler.execute = broken
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
