@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from sqlalchemy import JSON, ForeignKey, Index, MetaData, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 intpk = Annotated[int, mapped_column(primary_key=True)]
 name = Annotated[str, mapped_column(Text)]
@@ -51,8 +51,6 @@ class ReleaseRow(Base):
     index_fields: Mapped[dict[str, Any]] = mapped_column(JSON)
     # Identities of the data that some rows break (analysis.identities), found at ingest.
     checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
-
-    source: Mapped[SourceRow] = relationship(lazy="raise")
 
     def __repr__(self) -> str:
         return f"ReleaseRow(id={self.id}, last_updated={self.last_updated!r})"
