@@ -34,6 +34,26 @@ SEED = DATA / "seed" / "leadgreen-index-v1.json"
 POSTGRES_URL = os.environ.get(
     "LEADGREEN_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
+# The fields of an LLM task-file row a configuration serves unchanged (upstream names),
+# written out here so tests check the API against the files, not against the code.
+LLM_ROW_KEYS = (
+    "gpu_model",
+    "num_gpus",
+    "max_num_seqs",
+    "tensor_parallel",
+    "data_parallel",
+    "expert_parallel",
+    "energy_per_token_joules",
+    "energy_per_request_joules",
+    "median_itl_ms",
+    "p90_itl_ms",
+    "p95_itl_ms",
+    "p99_itl_ms",
+    "output_throughput_tokens_per_sec",
+    "avg_power_watts",
+    "avg_batch_size",
+    "avg_output_len",
+)
 BACKENDS = ["sqlite"] + ([] if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off" else ["postgres"])
 
 

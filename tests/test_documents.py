@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from graph.app import create_app
 from graph.settings import Settings
-from tests.conftest import EARLIER, SEED, SNAPSHOT, ingest_dir
+from tests.conftest import EARLIER, LLM_ROW_KEYS, SEED, SNAPSHOT, ingest_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -152,24 +152,7 @@ async def test_v1_model_document_links_agree_with_the_index(
 
 # --- The v1 per-model documents ----------------------------------------------------------------
 
-ROW_KEYS = (
-    "gpu_model",
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "data_parallel",
-    "expert_parallel",
-    "energy_per_token_joules",
-    "energy_per_request_joules",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "output_throughput_tokens_per_sec",
-    "avg_power_watts",
-    "avg_batch_size",
-    "avg_output_len",
-)
+ROW_KEYS = LLM_ROW_KEYS
 SOURCE_KEYS = (
     "name",
     "publisher",

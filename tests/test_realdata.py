@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from graph.queries import MODEL_PAGE
-from tests.conftest import SEED, SNAPSHOT
+from tests.conftest import LLM_ROW_KEYS, SEED, SNAPSHOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realdata]
 
@@ -45,24 +45,7 @@ SLUG_BY_MODEL_ID: dict[str, str] = {
 }
 
 # The task-file fields a configuration serves unchanged (snake_case, as upstream names them).
-ROW_KEYS = (
-    "gpu_model",
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "data_parallel",
-    "expert_parallel",
-    "energy_per_token_joules",
-    "energy_per_request_joules",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "output_throughput_tokens_per_sec",
-    "avg_power_watts",
-    "avg_batch_size",
-    "avg_output_len",
-)
+ROW_KEYS = LLM_ROW_KEYS
 SERIES_KEYS = ("gpu_model", "num_gpus", "tensor_parallel", "data_parallel", "expert_parallel")
 SPREAD = "{ minimum median maximum }"
 HISTOGRAM = "outputLengthDistribution { bins counts }"

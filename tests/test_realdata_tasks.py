@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SEED, SNAPSHOT
+from tests.conftest import LLM_ROW_KEYS, SEED, SNAPSHOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realdata]
 
@@ -47,24 +47,7 @@ TASKS_OF: dict[str, list[str]] = {
 
 # Fields of a row served unchanged (upstream snake_case names), per row shape.
 FACTS = ("model_id", "nickname", "total_params_billions", "activated_params_billions")
-LLM_KEYS = (
-    "gpu_model",
-    "num_gpus",
-    "max_num_seqs",
-    "tensor_parallel",
-    "data_parallel",
-    "expert_parallel",
-    "energy_per_token_joules",
-    "energy_per_request_joules",
-    "median_itl_ms",
-    "p90_itl_ms",
-    "p95_itl_ms",
-    "p99_itl_ms",
-    "output_throughput_tokens_per_sec",
-    "avg_power_watts",
-    "avg_batch_size",
-    "avg_output_len",
-)
+LLM_KEYS = LLM_ROW_KEYS
 DIFFUSION_KEYS = (
     "gpu_model",
     "num_gpus",
