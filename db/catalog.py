@@ -7,21 +7,19 @@ path. A new ingest is a new release, and so a new catalog.
 
 from __future__ import annotations
 
-import asyncio
-from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from operator import attrgetter
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from analysis.pareto import pareto_optimal_within
+from analysis.ranking import scope_key
 from db import reads
-from db.reads import AnyConfigurationRow, Table
+from db.kinds import KINDS, LLM, Kind, Row, kind_of
 from db.tables import (
-    ConfigurationRow,
-    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -40,12 +38,14 @@ class ConfigurationFilter:
     model_ids: Sequence[int] | None = None
     gpu: str | None = None
     num_gpus: int | None = None
-    min_max_num_seqs: int | None = None
-    max_max_num_seqs: int | None = None
+    # Bounds on the kind's batch-size setting (max_num_seqs for LLM tasks), inclusive.
+    min_batch_setting: int | None = None
+    max_batch_setting: int | None = None
     task: str | None = None
-    max_median_itl_ms: float | None = None
+    # The largest latency in the kind's default latency (median ITL for LLM tasks), inclusive.
+    max_latency: float | None = None
 
-    def accepts(self, row: AnyConfigurationRow) -> bool:
+    def accepts(self, kind: Kind, row: Row) -> bool:
         """Whether `row` meets every condition but `task` (the catalog picks the task's rows)."""
         if self.model_ids is not None and row.model_id not in self.model_ids:
             return False
@@ -53,16 +53,16 @@ class ConfigurationFilter:
             return False
         if self.num_gpus is not None and row.num_gpus != self.num_gpus:
             return False
-        if isinstance(row, ConfigurationRow):
-            if self.min_max_num_seqs is not None and row.max_num_seqs < self.min_max_num_seqs:
+        if self.min_batch_setting is not None or self.max_batch_setting is not None:
+            setting = getattr(row, kind.batch_setting)
+            if self.min_batch_setting is not None and setting < self.min_batch_setting:
                 return False
-            if self.max_max_num_seqs is not None and row.max_num_seqs > self.max_max_num_seqs:
+            if self.max_batch_setting is not None and setting > self.max_batch_setting:
                 return False
-            if self.max_median_itl_ms is not None and not row.median_itl_ms <= (
-                self.max_median_itl_ms
-            ):
-                return False
-        return True
+        return self.max_latency is None or getattr(row, kind.latencies[0]) <= self.max_latency
+
+
+EVERYTHING = ConfigurationFilter()
 
 
 @dataclass(eq=False)
@@ -80,14 +80,14 @@ class Catalog:
     models: Sequence[ModelRow]
     gpus: Sequence[GpuRow]
     model_tasks: Sequence[ModelTaskRow]
-    # In upstream order: by task, then by row of the task file.
-    llm: Sequence[ConfigurationRow]
-    diffusion: Sequence[DiffusionConfigurationRow]
+    # Each kind's configurations in upstream order: by task, then by row of the task file.
+    rows: Mapping[Kind, Sequence[Row]]
     _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.task_by_id = {t.id: t for t in self.tasks}
         self.task_by_name = {t.name: t for t in self.tasks}
+        self.kind_of_task = {t.id: kind_of(t.architecture, t.file_architecture) for t in self.tasks}
         self.model_by_id = {m.id: m for m in self.models}
         self.model_by_slug = {m.slug: m for m in self.models}
         self.model_by_model_id = {m.model_id: m for m in self.models}
@@ -99,21 +99,22 @@ class Catalog:
         self.tasks_of_model: dict[int, list[ModelTaskRow]] = defaultdict(list)
         for model_task in self.model_tasks:
             self.tasks_of_model[model_task.model_id].append(model_task)
-        tables: list[tuple[Table, Sequence[Any]]] = [
-            (ConfigurationRow, self.llm),
-            (DiffusionConfigurationRow, self.diffusion),
-        ]
         self._by_task = {
-            (table, task_id): rows
-            for table, all_rows in tables
+            (kind, task_id): rows
+            for kind, all_rows in self.rows.items()
             for task_id, rows in _grouped(all_rows, attrgetter("task_id")).items()
         }
         self._by_model = {
-            (table, model_id): rows
-            for table, all_rows in tables
+            (kind, model_id): rows
+            for kind, all_rows in self.rows.items()
             for model_id, rows in _grouped(all_rows, attrgetter("model_id")).items()
         }
-        self.llm_by_id = {row.id: row for row in self.llm}
+        self.by_id = {(kind, row.id): row for kind, rows in self.rows.items() for row in rows}
+
+    def kind(self, task: str) -> Kind | None:
+        """The kind of the task of this name, or None when the release has no such task."""
+        found = self.task_by_name.get(task)
+        return None if found is None else self.kind_of_task[found.id]
 
     def model(self, *, slug: str | None = None, model_id: str | None = None) -> ModelRow | None:
         """The model with this slug and/or Hugging Face id, or None."""
@@ -129,14 +130,14 @@ class Catalog:
             found = by_id
         return found
 
-    def of_model(self, table: Table, model_id: int) -> Sequence[Any]:
-        """A model's configurations in one table, in upstream order."""
-        return self._by_model.get((table, model_id), ())
+    def of_model(self, kind: Kind, model_id: int) -> Sequence[Any]:
+        """A model's configurations of one kind, in upstream order."""
+        return self._by_model.get((kind, model_id), ())
 
     def configurations(
-        self, table: Table = ConfigurationRow, where: ConfigurationFilter = ConfigurationFilter()
+        self, kind: Kind = LLM, where: ConfigurationFilter = EVERYTHING
     ) -> list[Any]:
-        """Every configuration of the table matching `where`, in upstream order."""
+        """Every configuration of the kind matching `where`, in upstream order."""
         task_id = None
         if where.task is not None:
             task = self.task_by_name.get(where.task)
@@ -145,20 +146,20 @@ class Catalog:
             task_id = task.id
         rows: Sequence[Any]
         if where.model_ids is not None and len(where.model_ids) == 1:
-            rows = self.of_model(table, where.model_ids[0])
+            rows = self.of_model(kind, where.model_ids[0])
             if task_id is not None:
                 rows = [r for r in rows if r.task_id == task_id]
         elif task_id is not None:
-            rows = self._by_task.get((table, task_id), ())
+            rows = self._by_task.get((kind, task_id), ())
         else:
-            rows = self.llm if table is ConfigurationRow else self.diffusion
-        return [r for r in rows if where.accepts(r)]
+            rows = self.rows.get(kind, ())
+        return [r for r in rows if where.accepts(kind, r)]
 
     def page(
         self,
-        table: Table = ConfigurationRow,
+        kind: Kind = LLM,
         *,
-        where: ConfigurationFilter = ConfigurationFilter(),
+        where: ConfigurationFilter = EVERYTHING,
         order_by: str = "id",
         descending: bool = False,
         after: tuple[Any, int] | None = None,
@@ -166,7 +167,7 @@ class Catalog:
     ) -> tuple[list[Any], int]:
         """One page (keyset, ties broken by id) of `first + 1` rows, so that callers see a next
         page, and how many rows match `where` over all pages."""
-        rows = self.configurations(table, where)
+        rows = self.configurations(kind, where)
         key = attrgetter(order_by, "id")
         ordered = sorted(rows, key=key, reverse=descending)
         if after is not None:
@@ -175,6 +176,23 @@ class Catalog:
             else:
                 ordered = [r for r in ordered if key(r) > after]
         return ordered[: first + 1], len(rows)
+
+    def pareto(self, kind: Kind, row: Row, scope: str, latency: str | None = None) -> bool:
+        """Whether `row` is on the time-energy frontier of its group under `scope` (see
+        analysis.ranking), within its task; `latency` is the kind's latency column to use.
+
+        Each task's memberships are computed once per scope and latency, for all its rows.
+        """
+
+        def compute() -> frozenset[int]:
+            rows = self._by_task.get((kind, row.task_id), ())
+            kept = pareto_optimal_within(
+                [kind.point(r, latency) for r in rows], [scope_key(r, scope) for r in rows]
+            )
+            return frozenset(r.id for r, on in zip(rows, kept, strict=True) if on)
+
+        key = ("pareto", kind.name, row.task_id, scope, latency)
+        return row.id in self.once(key, compute)
 
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
         """`make()` the first time `key` is asked for; the same value every time after."""
@@ -197,7 +215,7 @@ class NoSuchRelease(LookupError):
 
 
 async def load_catalog(session: AsyncSession, release_id: int) -> Catalog:
-    """Read a release's rows (eight statements); raises NoSuchRelease for an unknown id."""
+    """Read a release's rows (one statement per table); raises NoSuchRelease for an unknown id."""
     release = await reads.release(session, release_id=release_id)
     if release is None:
         raise NoSuchRelease(release_id)
@@ -208,60 +226,8 @@ async def load_catalog(session: AsyncSession, release_id: int) -> Catalog:
         models=await reads.models(session, release_id=release_id),
         gpus=await reads.gpus(session),
         model_tasks=await reads.model_tasks(session, release_id=release_id),
-        llm=await reads.all_configurations(session, release_id=release_id, table=ConfigurationRow),
-        diffusion=await reads.all_configurations(
-            session, release_id=release_id, table=DiffusionConfigurationRow
-        ),
+        rows={
+            kind: await reads.all_configurations(session, release_id=release_id, table=kind.table)
+            for kind in KINDS
+        },
     )
-
-
-# What names one ingest: its release id, and the digest and time of the ingest (so that another
-# database, or the same one emptied and filled again, cannot be mistaken for it).
-Key = tuple[int, str, datetime]
-
-
-class Catalogs:
-    """The catalogs of the last `size` releases asked for, each read once.
-
-    Concurrent requests for a release not yet in memory share one read, made in a session of
-    its own (so that a request cancelled meanwhile cannot break it for the others) and given
-    up after `timeout` seconds (so that a database that stopped answering cannot hold every
-    later request of the release; the next request after a failure reads again).
-    """
-
-    def __init__(self, size: int = 4, timeout: float = 30.0) -> None:
-        self.size, self.timeout = size, timeout
-        self._catalogs: OrderedDict[Key, Catalog] = OrderedDict()
-        self._loading: dict[Key, asyncio.Future[Catalog]] = {}
-
-    async def get(self, session: AsyncSession, release: ReleaseRow) -> Catalog:
-        key = (release.id, release.digest, release.ingested_at)
-        catalog = self._catalogs.get(key)
-        if catalog is not None:
-            self._catalogs.move_to_end(key)
-            return catalog
-        loading = self._loading.get(key)
-        if loading is None or loading.get_loop() is not asyncio.get_running_loop():
-            loading = asyncio.ensure_future(self._load(session, key))
-            self._loading[key] = loading
-            loading.add_done_callback(lambda done: self._loaded(key, done))
-        return await asyncio.shield(loading)
-
-    async def _load(self, session: AsyncSession, key: Key) -> Catalog:
-        async with (
-            asyncio.timeout(self.timeout),
-            AsyncSession(session.bind, expire_on_commit=False) as own,
-        ):
-            return await load_catalog(own, key[0])
-
-    def _loaded(self, key: Key, done: asyncio.Future[Catalog]) -> None:
-        if self._loading.get(key) is done:
-            del self._loading[key]
-        if done.cancelled() or done.exception() is not None:
-            return
-        self._catalogs[key] = done.result()
-        while len(self._catalogs) > self.size:
-            self._catalogs.popitem(last=False)
-
-    def clear(self) -> None:
-        self._catalogs.clear()

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.documents import DIFFUSION_COMMON, DIFFUSION_OUTPUTS, LLM_NUMBERS, MODEL_FACTS
+from db.kinds import KINDS, Kind, Row
+from db.shapes import MODEL_FACTS
 from db.tables import (
     ConfigurationRow,
-    DiffusionConfigurationRow,
     ModelRow,
     ModelTaskRow,
     OrphanDocumentRow,
@@ -38,26 +38,19 @@ def _own_fields(extra: Document | None) -> Document:
     return {k: v for k, v in (extra or {}).items() if k not in MODEL_FACTS}
 
 
-def _llm_rows(row: ConfigurationRow) -> tuple[Document, Document]:
+def _rows(kind: Kind, row: Row) -> tuple[Document, Document]:
     """The row as the task file writes it, and as the per-model file writes it."""
-    measured = {"gpu_model": row.gpu, **{c: getattr(row, c) for c in LLM_NUMBERS}}
-    degrees = {k: measured.pop(k) for k in ("tensor_parallel", "data_parallel", "expert_parallel")}
-    task_row = {**measured, **degrees, **(row.extra or {})}
-    model_row = {
-        **measured,
-        **_own_fields(row.extra),
-        "parallelization": {**degrees, "notes": row.parallel_notes},
-        "output_length_distribution": {"bins": row.length_bins, "counts": row.length_counts},
-    }
-    return task_row, model_row
-
-
-def _diffusion_rows(row: DiffusionConfigurationRow) -> tuple[Document, Document]:
-    names = {name: name for name in DIFFUSION_COMMON} | DIFFUSION_OUTPUTS[row.output]
-    measured = {"gpu_model": row.gpu, **{name: getattr(row, c) for name, c in names.items()}}
-    degrees = {k: measured.pop(k) for k in ("ulysses_degree", "ring_degree")}
+    measured = {"gpu_model": row.gpu, **kind.upstream(row)}
+    degrees = {k: measured.pop(k) for k in kind.degrees}
     task_row = {**measured, **degrees, **(row.extra or {})}
     model_row = {**measured, **_own_fields(row.extra), "parallelization": degrees}
+    if kind.detailed:
+        llm = cast(ConfigurationRow, row)
+        degrees["notes"] = llm.parallel_notes
+        model_row["output_length_distribution"] = {
+            "bins": llm.length_bins,
+            "counts": llm.length_counts,
+        }
     return task_row, model_row
 
 
@@ -97,19 +90,15 @@ async def export_documents(session: AsyncSession, *, release_id: int) -> dict[st
         if task.file_architecture is not None:
             header["architecture"] = task.file_architecture
         rows: list[tuple[int, int, Document, Document, int]] = []
-        for row in [
-            *await session.scalars(
-                select(ConfigurationRow).where(ConfigurationRow.task_id == task.id)
-            ),
-            *await session.scalars(
-                select(DiffusionConfigurationRow).where(
-                    DiffusionConfigurationRow.task_id == task.id
-                )
-            ),
-        ]:
-            task_row, model_row = (
-                _llm_rows(row) if isinstance(row, ConfigurationRow) else _diffusion_rows(row)
+        stored: list[tuple[Kind, Row]] = [
+            (kind, cast(Row, row))
+            for kind in KINDS
+            for row in await session.scalars(
+                select(kind.table).where(kind.table.task_id == task.id)
             )
+        ]
+        for kind, row in stored:
+            task_row, model_row = _rows(kind, row)
             model = models[row.model_id]
             task_row = {"model_id": model.model_id, **_model_facts(model), **task_row}
             rows.append((row.task_row, row.model_row, task_row, model_row, row.model_id))

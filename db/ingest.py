@@ -11,24 +11,18 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis import identities
-from db.documents import (
-    DIFFUSION_COMMON,
-    DIFFUSION_OUTPUTS,
-    LLM_NUMBERS,
+from db.errors import IngestError
+from db.gpus import gpu_facts
+from db.kinds import Kind
+from db.shapes import (
     MODEL_FACTS,
-    LlmTaskRow,
+    Histogram,
     Manifest,
     ManifestModel,
     ModelFile,
-    ModelFileConfiguration,
-    VideoTaskRow,
 )
-from db.errors import IngestError
-from db.gpus import gpu_facts
 from db.snapshot import Measurement, Snapshot, combined_digest
 from db.tables import (
-    ConfigurationRow,
-    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -130,16 +124,12 @@ async def ingest(
                 _model_task(models[model_id].id, task_row.id, path, doc)
                 for model_id, (path, doc) in task.model_files.items()
             )
-            llm, diffusion = [], []
-            for m in task.measurements:
-                ids = (release.id, task_row.id, models[m.row.model_id])
-                if isinstance(m.row, LlmTaskRow):
-                    llm.append(_llm_configuration(*ids, m))
-                else:
-                    diffusion.append(_diffusion_configuration(*ids, m))
-            for table, rows in ((ConfigurationRow, llm), (DiffusionConfigurationRow, diffusion)):
-                if rows:
-                    await session.execute(insert(table), rows)
+            rows = [
+                _configuration(task.kind, release.id, task_row.id, models[m.row.model_id], m)
+                for m in task.measurements
+            ]
+            if rows:
+                await session.execute(insert(task.kind.table), rows)
             report.configurations[task.name] = len(task.measurements)
     return report
 
@@ -230,7 +220,7 @@ def _identity_checks(snapshot: Snapshot) -> list[identities.Violations]:
     return [
         violation
         for task in snapshot.tasks
-        if task.architecture != "diffusion"
+        if task.kind.checks_identities
         for violation in identities.check(
             f"tasks/{task.name}.json", [m.row.model_dump() for m in task.measurements]
         )
@@ -257,14 +247,18 @@ def _model_task(model_id: int, task_id: int, path: str, doc: ModelFile) -> Model
     )
 
 
-def _common(release_id: int, task_id: int, model: ModelRow, m: Measurement) -> dict[str, Any]:
+def _configuration(
+    kind: Kind, release_id: int, task_id: int, model: ModelRow, m: Measurement
+) -> dict[str, Any]:
+    """The row's values for its kind's table: its figures and settings by column, the model
+    file's details, and whatever else it says in `extra`."""
     # A row that says other model facts than index.json keeps its own, so nothing is lost.
     overrides = {
         key: getattr(m.row, key)
         for key in MODEL_FACTS
         if key in m.row.model_fields_set and getattr(m.row, key) != getattr(model, key)
     }
-    return {
+    values = {
         "release_id": release_id,
         "task_id": task_id,
         "model_id": model.id,
@@ -272,30 +266,13 @@ def _common(release_id: int, task_id: int, model: ModelRow, m: Measurement) -> d
         "task_row": m.task_row,
         "model_row": m.model_row,
         "extra": {**(m.row.model_extra or {}), **overrides} or None,
+        **kind.figures(m.variant, m.row),
     }
-
-
-def _llm_configuration(
-    release_id: int, task_id: int, model: ModelRow, m: Measurement
-) -> dict[str, Any]:
-    assert isinstance(m.detail, ModelFileConfiguration)
-    histogram = m.detail.output_length_distribution
-    return {
-        **_common(release_id, task_id, model, m),
-        **{column: getattr(m.row, column) for column in LLM_NUMBERS},
-        "parallel_notes": m.detail.parallelization.notes,
-        "length_bins": histogram.bins,
-        "length_counts": histogram.counts,
-    }
-
-
-def _diffusion_configuration(
-    release_id: int, task_id: int, model: ModelRow, m: Measurement
-) -> dict[str, Any]:
-    output = "video" if isinstance(m.row, VideoTaskRow) else "image"
-    columns = {name: name for name in DIFFUSION_COMMON} | DIFFUSION_OUTPUTS[output]
-    return {
-        **_common(release_id, task_id, model, m),
-        **{"fps": None, "num_frames": None, "output": output},
-        **{column: getattr(m.row, name) for name, column in columns.items()},
-    }
+    if kind.detailed:
+        histogram: Histogram = getattr(m.detail, "output_length_distribution")  # noqa: B009
+        values |= {
+            "parallel_notes": getattr(m.detail, "parallelization").notes,  # noqa: B009
+            "length_bins": histogram.bins,
+            "length_counts": histogram.counts,
+        }
+    return values

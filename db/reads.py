@@ -11,10 +11,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.documents import LLM_NUMBERS
+from db.kinds import Table
 from db.tables import (
     ConfigurationRow,
-    DiffusionConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -22,24 +21,6 @@ from db.tables import (
     SourceRow,
     TaskRow,
 )
-
-# Columns a client may order by (all measured or stated numbers), per configuration table.
-ORDERABLE = LLM_NUMBERS
-DIFFUSION_ORDERABLE = (
-    "num_gpus",
-    "batch_size",
-    "inference_steps",
-    "ulysses_degree",
-    "ring_degree",
-    "height",
-    "width",
-    "avg_power_watts",
-    "batch_latency_s",
-    "energy_per_output_joules",
-    "throughput_outputs_per_sec",
-)
-AnyConfigurationRow = ConfigurationRow | DiffusionConfigurationRow
-Table = type[ConfigurationRow] | type[DiffusionConfigurationRow]
 
 
 async def latest_release(session: AsyncSession) -> ReleaseRow | None:

@@ -7,20 +7,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from db.documents import (
-    DiffusionModelFileConfiguration,
-    LlmTaskRow,
+from db.errors import IngestError
+from db.fetch import Fetched, Fetcher, parse_json, upstream_commit
+from db.kinds import Kind, kind_of
+from db.shapes import (
     Manifest,
     ModelFile,
-    ModelFileConfiguration,
+    ModelFileRow,
     TaskFile,
     TaskRow,
     UpstreamIndex,
-    row_shape,
     validate,
 )
-from db.errors import IngestError
-from db.fetch import Fetched, Fetcher, parse_json, upstream_commit
 
 # Keys of a model file's row that the task-file row does not repeat as they are.
 _NESTED = ("parallelization", "output_length_distribution")
@@ -33,7 +31,8 @@ class Measurement:
     row: TaskRow
     task_row: int
     model_row: int
-    detail: ModelFileConfiguration | DiffusionModelFileConfiguration
+    detail: ModelFileRow
+    variant: str
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,7 @@ class TaskData:
     display_name: str
     architecture: str | None
     file_architecture: str | None
+    kind: Kind
     measurements: list[Measurement]
     model_files: dict[str, tuple[str, ModelFile]]
 
@@ -108,9 +108,11 @@ async def _load_task(
     if doc.task != task:
         raise IngestError(path, f"says task {doc.task!r}, expected {task!r}", field="task")
     architecture = next((a for a, ts in index.architectures.items() if task in ts), None)
+    kind = kind_of(architecture, doc.architecture)
+    variants = [kind.variant_of(raw) for raw in doc.configurations]
     rows = [
-        validate(row_shape(architecture, raw), raw, path, row=i, prefix=f"configurations[{i}].")
-        for i, raw in enumerate(doc.configurations)
+        validate(kind.task_shapes[v], raw, path, row=i, prefix=f"configurations[{i}].")
+        for i, (raw, v) in enumerate(zip(doc.configurations, variants, strict=True))
     ]
     unknown: dict[str, int] = {}
     for i, row in enumerate(rows):
@@ -136,11 +138,11 @@ async def _load_task(
                 field="model_id",
             )
         model_files[model_id] = (file.path, model_doc)
-        own = [(i, row) for i, row in enumerate(rows) if row.model_id == model_id]
-        measurements += _pair(path, own, file.path, model_doc)
+        own = [(i, row, variants[i]) for i, row in enumerate(rows) if row.model_id == model_id]
+        measurements += _pair(kind, path, own, file.path, model_doc)
     measurements.sort(key=lambda m: m.task_row)
     return TaskData(
-        task, doc.task_display_name, architecture, doc.architecture, measurements, model_files
+        task, doc.task_display_name, architecture, doc.architecture, kind, measurements, model_files
     ), [
         task_file,
         *fetched,
@@ -148,7 +150,11 @@ async def _load_task(
 
 
 def _pair(
-    task_path: str, own: list[tuple[int, TaskRow]], model_path: str, model_doc: ModelFile
+    kind: Kind,
+    task_path: str,
+    own: list[tuple[int, TaskRow, str]],
+    model_path: str,
+    model_doc: ModelFile,
 ) -> list[Measurement]:
     """Pair the i-th task-file row of a model with the i-th row of its model file, checked."""
     if len(own) != len(model_doc.configurations):
@@ -159,16 +165,11 @@ def _pair(
             field="configurations",
         )
     paired = []
-    for model_row, ((task_row, row), raw) in enumerate(
+    for model_row, ((task_row, row, variant), raw) in enumerate(
         zip(own, model_doc.configurations, strict=True)
     ):
-        shape: type[ModelFileConfiguration | DiffusionModelFileConfiguration] = (
-            ModelFileConfiguration
-            if isinstance(row, LlmTaskRow)
-            else DiffusionModelFileConfiguration
-        )
         detail = validate(
-            shape, raw, model_path, row=model_row, prefix=f"configurations[{model_row}]."
+            kind.model_shape, raw, model_path, row=model_row, prefix=f"configurations[{model_row}]."
         )
         # Everything the model file says of the row, flattened as the task file writes it.
         flat = {k: v for k, v in raw.items() if k not in _NESTED}
@@ -182,7 +183,7 @@ def _pair(
                     row=model_row,
                     field=key,
                 )
-        paired.append(Measurement(row, task_row, model_row, detail))
+        paired.append(Measurement(row, task_row, model_row, detail, variant))
     return paired
 
 

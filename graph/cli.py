@@ -123,7 +123,7 @@ def serve(**options: Any) -> None:
             os.environ[f"LEADGREEN_{name.upper()}"] = str(value)
     os.environ["LEADGREEN_CORS_ORIGINS"] = ",".join(settings.cors_origins)
     uvicorn.run(
-        "graph.app:create_app",
+        "graph.server.app:create_app",
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -174,9 +174,9 @@ def export_command(directory: Path, release: int | None, database_url: str | Non
 )
 def export_schema(output: Path | None) -> None:
     """Print the GraphQL schema (SDL); `schema.graphql` is this command's output."""
-    from graph.schema import schema
+    from graph.schema import build_schema
 
-    sdl = schema.as_str() + "\n"
+    sdl = build_schema().as_str() + "\n"
     if output is None:
         click.echo(sdl, nl=False)
     else:

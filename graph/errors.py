@@ -1,17 +1,14 @@
-"""Errors a client may see, each with a stable `extensions.code`; anything else is masked."""
+"""Errors a client may see, each with a stable `extensions.code`, and their builders."""
 
 from __future__ import annotations
 
-import logging
+import math
 import re
-import uuid
 from enum import StrEnum
+from typing import Any
 
 from graphql import GraphQLError
 from sqlalchemy.exc import DBAPIError, OperationalError
-from strawberry.extensions import MaskErrors
-
-log = logging.getLogger("leadgreen")
 
 
 class ApiError(Exception):
@@ -93,67 +90,27 @@ def database_fault(error: BaseException | None) -> Code | None:
     return None
 
 
-def _bad_variable(error: GraphQLError) -> bool:
-    """A variable value that does not fit its type: a request error, with graphql-core's own
-    error as the original (a field's errors have a path)."""
-    return error.path is None and isinstance(error.original_error, GraphQLError)
-
-
-def _expected(error: GraphQLError) -> bool:
-    # Syntax and validation errors have no original error; ours carry a code.
-    return (
-        error.original_error is None
-        or isinstance(error.original_error, ApiError)
-        or _bad_variable(error)
-    )
-
-
-def _code(error: GraphQLError) -> str:
-    if isinstance(error.original_error, ApiError):
-        return error.original_error.code
-    return "BAD_USER_INPUT" if _bad_variable(error) else "GRAPHQL_VALIDATION_FAILED"
-
-
-def masked(request_id: str) -> dict[str, object]:
+def internal_error(request_id: str) -> dict[str, Any]:
     """The error sent for anything unexpected: its request id is in the log with the details."""
     return {
         "message": "Internal server error",
-        "extensions": {"code": "INTERNAL", "requestId": request_id},
+        "extensions": {"code": str(Code.INTERNAL), "requestId": request_id},
     }
 
 
-class CodedErrors(MaskErrors):
-    """Adds `extensions.code` to every error and masks unexpected ones behind a request id; the
-    database being away (or too slow) is said as such, without its details."""
+def throttled(
+    cost: int, available: float, capacity: int, restore_rate: float, retry_after: float
+) -> GraphQLError:
+    """THROTTLED: the client's rate-limit bucket cannot pay for the query now."""
+    return refusal(
+        f"Throttled: the query costs {cost} and {math.floor(available)} of {capacity} points "
+        f"are available, restoring {restore_rate:g} a second.",
+        Code.THROTTLED,
+        cost=cost,
+        retryAfter=math.ceil(retry_after * 10) / 10,
+    )
 
-    def __init__(self) -> None:
-        super().__init__(
-            should_mask_error=lambda error: not _expected(error),
-            error_message="Internal server error",
-        )
 
-    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        fault = database_fault(error.original_error)
-        if fault is not None:
-            log.warning("database fault at %s: %r", error.path, error.original_error)
-            message = UNAVAILABLE_MESSAGE if fault is Code.DATABASE_UNAVAILABLE else TIMEOUT_MESSAGE
-            return GraphQLError(
-                message,
-                nodes=error.nodes,
-                source=error.source,
-                positions=error.positions,
-                path=error.path,
-                extensions={"code": str(fault)},
-            )
-        request_id = uuid.uuid4().hex
-        log.error("request %s failed at %s", request_id, error.path, exc_info=error.original_error)
-        masked = super().anonymise_error(error)
-        masked.extensions = {"code": "INTERNAL", "requestId": request_id}
-        return masked
-
-    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
-        processed = super()._process_errors(errors)
-        for error in processed:
-            if error.extensions is None or "code" not in error.extensions:
-                error.extensions = {**(error.extensions or {}), "code": _code(error)}
-        return processed
+def retry_after_seconds(seconds: float) -> int:
+    """A Retry-After value: whole seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds))

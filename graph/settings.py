@@ -49,7 +49,11 @@ class Settings(BaseSettings):
     )
     cache_max_entries: int = Field(10_000, ge=0, description="Most answers the cache keeps")
     cache_max_bytes: int = Field(
-        64 * 1024 * 1024, ge=0, description="Most bytes of answers the in-process cache keeps"
+        128 * 1024 * 1024,
+        ge=0,
+        description="Most bytes every cache of a process holds together: answers, documents, "
+        "requests, persisted queries and the catalogs of releases not served by default "
+        "(shared out as the README's Memory section says)",
     )
     redis_url: str = Field(
         "redis://127.0.0.1:6379/0", description="Redis for LEADGREEN_CACHE=redis"
@@ -89,7 +93,7 @@ class Settings(BaseSettings):
         le=100,
         description="Most operations in a batch (a JSON array body); 0: no batching",
     )
-    # Query limits, applied by graph.limits.QueryLimits (see the README's "Limits").
+    # Query limits, applied by graph.engine.limits.QueryLimits (see the README's "Limits").
     max_document_bytes: int = Field(
         65_536, ge=1, description="Largest GraphQL document accepted, in bytes (UTF-8)"
     )

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
+import inspect
 import json
 import os
+import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,9 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from db.engine import create_engine, create_tables, sessionmaker
 from db.ingest import IngestReport, ingest
 from db.snapshot import load_manifest, load_snapshot
-from graph.app import create_app
-from graph.context import Context
-from graph.schema import schema
+from graph.schema import build_schema
+from graph.schema.catalogs import Catalogs
+from graph.schema.context import Context
+from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
 
@@ -54,7 +60,57 @@ LLM_ROW_KEYS = (
     "avg_batch_size",
     "avg_output_len",
 )
-BACKENDS = ["sqlite"] + ([] if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off" else ["postgres"])
+# One schema for the tests that execute through it directly (the app builds its own).
+SCHEMA = build_schema()
+BACKENDS: list[Any] = ["sqlite"] + (
+    []
+    if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off"
+    else [pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+# Fixtures that hold the real data, and names that point at it: a test using either is marked
+# `realdata` (and so left out of the quick loop).
+REAL_FIXTURES = {"real_url", "real_db", "real_settings", "execute_real", "real_client"}
+_SHARED = re.compile(r"\b(SNAPSHOT|EARLIER|SEED|DATA)\b")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and _reads_shared_data(item):
+            item.add_marker(pytest.mark.realdata)
+
+
+def _reads_shared_data(item: pytest.Function) -> bool:
+    if REAL_FIXTURES & set(item.fixturenames) or _module_reads_shared(item.module):
+        return True
+    functions = [item.function] + [
+        definition.func
+        for definitions in item._fixtureinfo.name2fixturedefs.values()
+        for definition in definitions
+    ]
+    return any(_mentions_shared(f) for f in functions)
+
+
+@functools.cache
+def _module_reads_shared(module: Any) -> bool:
+    """Whether the module's own top-level code (not its functions) reads the shared data."""
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return False
+    return any(
+        not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import)
+        and not isinstance(node, ast.ImportFrom)
+        and _SHARED.search(ast.unparse(node))
+        for node in tree.body
+    )
+
+
+@functools.cache
+def _mentions_shared(function: Any) -> bool:
+    try:
+        return bool(_SHARED.search(inspect.getsource(function)))
+    except (OSError, TypeError):
+        return False
 
 
 @pytest.fixture
@@ -83,10 +139,26 @@ def postgres_url() -> Iterator[str]:
     _admin(f"DROP DATABASE {name} WITH (FORCE)")
 
 
+async def _migrate(url: str) -> None:
+    engine = create_engine(url)
+    await create_tables(engine)
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite database with every migration applied, copied for each test (migrating
+    costs more than the rest of most tests)."""
+    path = tmp_path_factory.mktemp("template") / "empty.db"
+    _in_thread(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
 @pytest.fixture(params=BACKENDS)
 async def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     """A fresh, empty database: a SQLite file, or an emptied PostgreSQL database."""
     if request.param == "sqlite":
+        shutil.copy(request.getfixturevalue("sqlite_template"), tmp_path / "test.db")
         yield f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
         return
     url = request.getfixturevalue("postgres_url")
@@ -181,12 +253,16 @@ def real_settings(real_url: str) -> Settings:
 Execute = Callable[..., Awaitable[dict[str, Any]]]
 
 
-def make_execute(engine: AsyncEngine, settings: Settings) -> Execute:
+def make_execute(
+    engine: AsyncEngine, settings: Settings, catalogs: Catalogs | None = None
+) -> Execute:
+    catalogs = catalogs or Catalogs()
+
     async def execute(query: str, **variables: Any) -> dict[str, Any]:
         """Run a query through the schema; return `data`, or the errors as a dict."""
         async with sessionmaker(engine)() as session:
-            context = Context(session=session, settings=settings)
-            result = await schema.execute(query, variable_values=variables, context_value=context)
+            context = Context(session=session, settings=settings, catalogs=catalogs)
+            result = await SCHEMA.execute(query, variable_values=variables, context_value=context)
         if result.errors:
             return {
                 "errors": [

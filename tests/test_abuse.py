@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.app import create_app
+from graph.server.app import create_app
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from graph.app import create_app
+from graph.server.app import create_app
 from graph.settings import Settings
 
 pytestmark = pytest.mark.anyio

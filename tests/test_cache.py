@@ -17,10 +17,10 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import sessionmaker
-from graph.app import create_app
-from graph.cache import Answer, MemoryCache
-from graph.http.release import ReleaseWatcher
-from graph.http.request import from_json_body
+from graph.server.app import create_app
+from graph.server.release import ReleaseWatcher
+from graph.server.request import from_json_body
+from graph.server.response_cache import Answer, MemoryCache
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import ingest_dir
@@ -248,7 +248,7 @@ def test_memory_cache_is_bounded_by_bytes() -> None:
     for key in (b"1", b"2", b"3", b"4"):
         cache.store(key, entry)
     cache.store(b"big", Answer(b"y" * 5000))  # larger than the whole cache: not kept
-    assert (len(cache), cache.bytes, cache.lookup(b"1"), cache.lookup(b"big")) == (
+    assert (len(cache), cache.size, cache.lookup(b"1"), cache.lookup(b"big")) == (
         3,
         3 * entry.size,
         None,

@@ -12,15 +12,16 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db import reads
-from db.catalog import Catalog, Catalogs, ConfigurationFilter, NoSuchRelease, load_catalog
+from db.catalog import Catalog, ConfigurationFilter, NoSuchRelease, load_catalog
 from db.engine import sessionmaker
-from db.tables import ConfigurationRow, DiffusionConfigurationRow
-from graph import context
-from graph.context import Context
-from graph.queries import MODEL_PAGE
-from graph.schema import schema
+from db.kinds import DIFFUSION, LLM
+from db.tables import ConfigurationRow
+from graph.schema.catalogs import Catalogs
+from graph.schema.context import Context
+from graph.server.operations import MODEL_PAGE
 from graph.settings import Settings
 from tests import synthetic
+from tests.conftest import SCHEMA as schema
 from tests.conftest import ingest_dir, make_execute
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +46,11 @@ async def test_a_catalog_holds_the_release_s_rows(synthetic_db) -> None:
     assert [m.slug for m in catalog.in_manifest] == ["tiny-1b"]
     assert [g.name for g in catalog.gpus] == ["B200", "H100"]
     # Upstream order: the task file's rows as they stand.
-    assert [r.task_row for r in catalog.llm] == list(range(len(synthetic.ROWS)))
-    assert catalog.diffusion == []
+    assert [r.task_row for r in catalog.rows[LLM]] == list(range(len(synthetic.ROWS)))
+    assert catalog.rows[DIFFUSION] == []
     tiny = catalog.model_by_slug["tiny-1b"]
-    assert [r.max_num_seqs for r in catalog.of_model(ConfigurationRow, tiny.id)] == [8, 64, 8]
-    assert catalog.of_model(DiffusionConfigurationRow, tiny.id) == ()
+    assert [r.max_num_seqs for r in catalog.of_model(LLM, tiny.id)] == [8, 64, 8]
+    assert catalog.of_model(DIFFUSION, tiny.id) == ()
     assert [t.file for t in catalog.tasks_of_model[tiny.id]] == [
         "models/acme__Tiny-1B__lm-arena-chat.json"
     ]
@@ -77,9 +78,9 @@ async def test_a_model_by_slug_and_by_id(synthetic_db) -> None:
     [
         (ConfigurationFilter(), [0, 1, 2, 3, 4, 5, 6]),
         (ConfigurationFilter(gpu="H100"), [0, 1, 3, 4, 5, 6]),
-        (ConfigurationFilter(num_gpus=2, min_max_num_seqs=16), [3, 4, 5]),
-        (ConfigurationFilter(max_max_num_seqs=8), [0, 2, 6]),
-        (ConfigurationFilter(max_median_itl_ms=10), [0, 2]),
+        (ConfigurationFilter(num_gpus=2, min_batch_setting=16), [3, 4, 5]),
+        (ConfigurationFilter(max_batch_setting=8), [0, 2, 6]),
+        (ConfigurationFilter(max_latency=10), [0, 2]),
         (ConfigurationFilter(task="lm-arena-chat", gpu="B200"), [2]),
         (ConfigurationFilter(task="gpqa"), []),
         (ConfigurationFilter(model_ids=[]), []),
@@ -87,17 +88,17 @@ async def test_a_model_by_slug_and_by_id(synthetic_db) -> None:
 )
 async def test_configurations_filter_in_upstream_order(synthetic_db, where, rows) -> None:
     catalog = await catalog_of(synthetic_db)
-    assert [r.task_row for r in catalog.configurations(ConfigurationRow, where)] == rows
+    assert [r.task_row for r in catalog.configurations(LLM, where)] == rows
 
 
 async def test_a_model_s_configurations_filter_like_the_others(synthetic_db) -> None:
     catalog = await catalog_of(synthetic_db)
     mixture = catalog.model_by_slug["mixture-8x2b"].id
     tiny = catalog.model_by_slug["tiny-1b"].id
-    one = ConfigurationFilter(model_ids=[mixture], task="lm-arena-chat", max_max_num_seqs=16)
-    assert [r.task_row for r in catalog.configurations(ConfigurationRow, one)] == [3, 6]
+    one = ConfigurationFilter(model_ids=[mixture], task="lm-arena-chat", max_batch_setting=16)
+    assert [r.task_row for r in catalog.configurations(LLM, one)] == [3, 6]
     both = ConfigurationFilter(model_ids=(tiny, mixture), gpu="H100")
-    assert [r.task_row for r in catalog.configurations(ConfigurationRow, both)] == [
+    assert [r.task_row for r in catalog.configurations(LLM, both)] == [
         0,
         1,
         3,
@@ -112,13 +113,13 @@ async def test_a_model_s_configurations_filter_like_the_others(synthetic_db) -> 
 async def test_pages_walk_every_row_once_in_order(synthetic_db, order_by, descending) -> None:
     catalog = await catalog_of(synthetic_db)
     key = attrgetter(order_by, "id")
-    expected = sorted(catalog.llm, key=key, reverse=descending)
+    expected = sorted(catalog.rows[LLM], key=key, reverse=descending)
     seen, after = [], None
     while True:
         rows, total = catalog.page(
-            ConfigurationRow, order_by=order_by, descending=descending, after=after, first=3
+            LLM, order_by=order_by, descending=descending, after=after, first=3
         )
-        assert total == len(catalog.llm)
+        assert total == len(catalog.rows[LLM])
         seen += rows[:3]
         if len(rows) <= 3:
             break
@@ -137,25 +138,32 @@ async def test_catalogs_read_each_release_once(synthetic_db) -> None:
         release = await reads.latest_release(session)
         assert release is not None
         statements.clear()
-        first = await asyncio.gather(*(catalogs.get(session, release) for _ in range(5)))
+        first = await asyncio.gather(
+            *(catalogs.get(session, release, default=True) for _ in range(5))
+        )
         assert len(statements) == 8
         assert all(c is first[0] for c in first)
-        assert await catalogs.get(session, release) is first[0]
+        assert await catalogs.get(session, release, default=True) is first[0]
         assert len(statements) == 8
 
 
-async def test_catalogs_keep_the_last_few_releases(tmp_path: Path, engine, synthetic_dir) -> None:
-    catalogs = Catalogs(size=1)
+async def test_catalogs_keep_the_default_release_and_others_within_bytes(
+    tmp_path: Path, engine, synthetic_dir
+) -> None:
+    """The default release's catalog is always kept; another's only within the byte budget."""
     await ingest_dir(engine, synthetic_dir, synthetic_dir.parent / "manifest.json")
     later = synthetic.write(tmp_path / "later", _later_documents())
     await ingest_dir(engine, later)
     async with sessionmaker(engine)() as session:
         older, newer = [await reads.release(session, release_id=i) for i in (1, 2)]
         assert older is not None and newer is not None
-        first = await catalogs.get(session, older)
-        assert (await catalogs.get(session, newer)).release.id == 2
-        again = await catalogs.get(session, older)
-    assert again is not first and again.release.id == 1
+        small, roomy = Catalogs(max_bytes=1), Catalogs()
+        for catalogs, kept in ((small, False), (roomy, True)):
+            latest = await catalogs.get(session, newer, default=True)
+            first = await catalogs.get(session, older, default=False)
+            again = await catalogs.get(session, older, default=False)
+            assert (again is first) is kept and again.release.id == 1
+            assert await catalogs.get(session, newer, default=True) is latest
 
 
 async def test_a_failed_read_is_tried_again(synthetic_db, monkeypatch) -> None:
@@ -170,13 +178,13 @@ async def test_a_failed_read_is_tried_again(synthetic_db, monkeypatch) -> None:
             raise ConnectionResetError("the database went away")
         return await real(session, release_id)
 
-    monkeypatch.setattr("db.catalog.load_catalog", flaky)
+    monkeypatch.setattr("graph.schema.catalogs.load_catalog", flaky)
     async with sessionmaker(synthetic_db)() as session:
         release = await reads.latest_release(session)
         assert release is not None
         with pytest.raises(ConnectionResetError):
-            await catalogs.get(session, release)
-        assert (await catalogs.get(session, release)).release.id == release.id
+            await catalogs.get(session, release, default=True)
+        assert (await catalogs.get(session, release, default=True)).release.id == release.id
     assert calls == 2
 
 
@@ -220,9 +228,12 @@ async def test_with_the_watcher_s_release_a_page_reads_nothing(
     statements: list[str] = []
     event.listen(real_db.sync_engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
     answers = []
+    catalogs = Catalogs()
     for slug in ("qwen-3-8b", "deepseek-v3-1", "qwen-3-8b"):
         async with sessionmaker(real_db)() as session:
-            value = Context(session=session, settings=real_settings, _release=release)
+            value = Context(
+                session=session, settings=real_settings, _release=release, catalogs=catalogs
+            )
             result = await schema.execute(
                 MODEL_PAGE, variable_values={"slug": slug}, context_value=value
             )
@@ -238,13 +249,13 @@ async def test_unknown_names_are_not_remembered(synthetic_db, settings, monkeypa
     """A catalog remembers what it derives for the release's own tasks only: a client asking
     for made-up task names cannot make it grow."""
     catalogs = Catalogs()
-    monkeypatch.setattr(context, "CATALOGS", catalogs)
-    execute = make_execute(synthetic_db, settings)
+    execute = make_execute(synthetic_db, settings, catalogs)
     query = """query ($t: String) { model(slug: "tiny-1b") {
         curves(task: $t) { gpuModel } power(task: $t) { gpuModel } configurations(task: $t) { id }
     } }"""
     assert await execute(query, t="lm-arena-chat")
-    (catalog,) = catalogs._catalogs.values()
+    assert catalogs._default is not None
+    catalog = catalogs._default[1]
     remembered = len(catalog._derived)
     for n in range(20):
         data = await execute(query, t=f"made-up-{n}")

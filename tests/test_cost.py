@@ -11,15 +11,26 @@ from sqlalchemy import event
 from strawberry.http import process_result
 
 from db.engine import sessionmaker
-from graph import limits
-from graph.context import Context
-from graph.cost import LIST_SIZES, Pages, actual_cost, requested_cost
-from graph.limits import CostBucket
-from graph.queries import MODEL_PAGE
-from graph.schema import schema
+from graph.engine import limits
+from graph.engine.actual_cost import actual_cost
+from graph.engine.cost import Pages
+from graph.engine.cost import requested_cost as estimate
+from graph.engine.internals import core_schema
+from graph.engine.prepared import Prepared
+from graph.schema.context import Context
+from graph.schema.costs import LIST_SIZES
+from graph.server.operations import MODEL_PAGE
+from graph.server.ratelimit import CostBucket
+from tests.conftest import SCHEMA as schema
 
 pytestmark = pytest.mark.anyio
 PAGES = Pages(default=50, maximum=500)
+
+
+def requested_cost(query: str, variables: dict[str, Any] | None) -> int | None:
+    """The estimate for a document never seen before (nothing remembered)."""
+    prepared = Prepared(query, parse(query))
+    return estimate(prepared, core_schema(schema), None, variables, PAGES, LIST_SIZES)
 
 
 async def run(engine, settings, query: str, variables=None, **context: Any) -> dict[str, Any]:
@@ -86,7 +97,7 @@ def cost(requested: int, actual: int | None) -> dict[str, Any]:
     ],
 )
 def test_requested_cost(query: str, variables: dict[str, Any] | None, expected: int) -> None:
-    assert requested_cost(schema._schema, parse(query), None, variables, PAGES) == expected
+    assert requested_cost(query, variables) == expected
 
 
 def test_the_model_page_costs_what_its_fields_add_up_to() -> None:
@@ -97,7 +108,7 @@ def test_the_model_page_costs_what_its_fields_add_up_to() -> None:
     model = 1 + 10 + configurations + curves + power
     source = 1 + 12 + (1 + 2)
     assert model + source == 1254
-    assert requested_cost(schema._schema, parse(MODEL_PAGE), None, None, PAGES) == 1254
+    assert requested_cost(MODEL_PAGE, None) == 1254
 
 
 def test_introspection_lists_are_the_schema_s_own_counts() -> None:
@@ -105,12 +116,12 @@ def test_introspection_lists_are_the_schema_s_own_counts() -> None:
     query = "{ __schema { types { name } directives { name } } }"
     directives = len(schema._schema.directives)
     expected = 1 + (1 + types) + (1 + directives)
-    assert requested_cost(schema._schema, parse(query), None, None, PAGES) == expected
+    assert requested_cost(query, None) == expected
 
 
 def test_variables_that_do_not_fit_leave_the_cost_to_execution() -> None:
     query = "query ($n: Int) { configurations(first: $n) { totalCount } }"
-    assert requested_cost(schema._schema, parse(query), None, {"n": "many"}, PAGES) is None
+    assert requested_cost(query, {"n": "many"}) is None
 
 
 def test_actual_cost_counts_the_result() -> None:
@@ -125,11 +136,11 @@ def test_actual_cost_counts_the_result() -> None:
     }
     x = 1 + (1 + (1 + (1 + 1)))  # slug, configurations, and its one: id, gpu { name }
     y = 1 + 1  # slug, configurations (none)
-    assert actual_cost(parse(query), None, data) == (1 + x + y) + 1  # gpus: null
+    assert actual_cost(Prepared(query, parse(query)), None, data) == (1 + x + y) + 1  # null
 
 
 def test_every_list_of_objects_has_a_size_and_every_size_a_list() -> None:
-    """A new list field needs its bound in `graph.cost.LIST_SIZES` (or a page)."""
+    """A new list field needs its bound in `graph.schema.costs.LIST_SIZES` (or a page)."""
     lists = set()
     for name, gql_type in schema._schema.type_map.items():
         for field_name, field in getattr(gql_type, "fields", {}).items():

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from graph.app import create_app
+from graph.server.app import create_app
 from graph.settings import Settings
 from tests.conftest import EARLIER, LLM_ROW_KEYS, SEED, SNAPSHOT, ingest_dir
 

@@ -12,10 +12,11 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from db import reads
 from db.engine import sessionmaker
-from graph.context import Context
-from graph.execution import PlainObjects
-from graph.queries import MODEL_PAGE
-from graph.schema import build_schema, schema
+from graph.engine.internals import PlainObjects
+from graph.schema import build_schema
+from graph.schema.context import Context
+from graph.server.operations import MODEL_PAGE
+from tests.conftest import SCHEMA as schema
 from tests.conftest import SEED
 
 pytestmark = pytest.mark.anyio

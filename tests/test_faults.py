@@ -27,7 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from db.engine import create_engine, create_tables
-from graph.app import create_app
+from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import BACKENDS, _in_thread, ingest_dir

@@ -76,10 +76,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from graph import cursor
-from graph.app import create_app
-from graph.schema import schema
+from graph.schema import cursor
+from graph.server.app import create_app
 from graph.settings import Settings
+from tests.conftest import SCHEMA as schema
 
 pytestmark = pytest.mark.anyio
 
@@ -738,17 +738,20 @@ async def holds(
     print(*(f"{n:5d}  {what}" for what, n in reached.most_common()), sep="\n")
 
 
+@pytest.mark.slow
 async def test_configuration_connections(fuzz_client, settings) -> None:
     """configurations / diffusionConfigurations: filter, orderBy, first, after (cursors issued,
     forged, tampered, random), release."""
     await holds(fuzz_client, settings, requests(["configurations", "diffusionConfigurations"]))
 
 
+@pytest.mark.slow
 async def test_model_lookups(fuzz_client, settings) -> None:
     """model(slug | modelId, release) with any text, unicode and NUL included; models."""
     await holds(fuzz_client, settings, requests(["model", "models"], depth=3))
 
 
+@pytest.mark.slow
 async def test_rankings(fuzz_client, settings) -> None:
     """leaderboard and friends: constraints, gpus, models, tasks, percentiles, scopes."""
     roots = [
@@ -762,6 +765,7 @@ async def test_rankings(fuzz_client, settings) -> None:
     await holds(fuzz_client, settings, requests(roots))
 
 
+@pytest.mark.slow
 async def test_statistics(fuzz_client, settings) -> None:
     """fittedCurves (estimates at any batch size), energyPerResponse ids, facets, aggregates."""
     roots = [
@@ -774,12 +778,14 @@ async def test_statistics(fuzz_client, settings) -> None:
     await holds(fuzz_client, settings, requests(roots))
 
 
+@pytest.mark.slow
 async def test_releases_and_provenance(fuzz_client, settings) -> None:
     """changes(from, to) and release ids of any size on every root field that takes one."""
     roots = ["changes", "source", "index", "releases", "tasks", "gpus"]
     await holds(fuzz_client, settings, requests(roots, max_roots=3))
 
 
+@pytest.mark.slow
 async def test_any_root_fields(fuzz_client, settings) -> None:
     """Several root fields of any kind in one document, aliased."""
     await holds(fuzz_client, settings, requests(sorted(QUERY.fields), depth=1, max_roots=4))

@@ -10,7 +10,7 @@ import uuid
 import orjson
 import pytest
 
-from graph.queries import MODEL_PAGE
+from graph.server.operations import MODEL_PAGE
 from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen, serve
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,8 @@ import pytest
 from graphql import get_introspection_query
 from strawberry.http import process_result
 
-from graph.schema import schema
 from graph.settings import Settings
+from tests.conftest import SCHEMA as schema
 
 pytestmark = pytest.mark.anyio
 

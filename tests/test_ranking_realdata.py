@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from db.catalog import Catalogs
-from graph import context
 from tests.conftest import SEED, SNAPSHOT, make_execute
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realdata]
@@ -276,7 +274,6 @@ async def test_answers_run_a_bounded_number_of_statements(
 ) -> None:
     """A leaderboard with its models, flags and frontier reads no rows of its own (none per
     row): the release's rows are read once, in the same few statements whatever the task."""
-    monkeypatch.setattr(context, "CATALOGS", Catalogs())
     statements: list[str] = []
     event.listen(
         real_db.sync_engine, "before_cursor_execute", lambda *args: statements.append(args[2])

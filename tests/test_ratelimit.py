@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from graph.http.ratelimit import RateLimiter, stamp, stored_cost
+from graph.server.ratelimit import RateLimiter, stamp, stored_cost
 from graph.settings import Settings
 from tests.test_cache import needs_redis, serve
 

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from graphql import GraphQLInputObjectType, GraphQLObjectType
 from sqlalchemy import event
 
-from db.catalog import Catalogs
-from graph import context
-from graph.queries import MODEL_PAGE
-from graph.schema import schema
+from graph.server.operations import MODEL_PAGE
 from tests.conftest import ROOT, make_execute
+from tests.conftest import SCHEMA as schema
 
 pytestmark = pytest.mark.anyio
 
@@ -274,12 +270,12 @@ async def test_empty_database_says_so(engine, settings) -> None:
 
 
 async def test_unexpected_errors_are_masked(execute_synthetic, monkeypatch) -> None:
-    from graph import resolvers
+    from graph.schema.answers import catalog
 
     async def broken(*_args, **_kwargs):
         raise RuntimeError("SELECT secret FROM somewhere")
 
-    monkeypatch.setattr(resolvers, "gpus", broken)
+    monkeypatch.setattr(catalog, "gpus", broken)
     assert await execute_synthetic("{ gpus { name } }") == {
         "errors": [{"message": "Internal server error", "code": "INTERNAL"}]
     }
@@ -290,7 +286,6 @@ async def test_model_page_runs_a_bounded_number_of_statements(
 ) -> None:
     """The first model page of a release reads the release's rows once, in the same few
     statements whatever its size; every model page after it reads only the latest release."""
-    monkeypatch.setattr(context, "CATALOGS", Catalogs())
     statements: list[str] = []
     event.listen(
         real_db.sync_engine, "before_cursor_execute", lambda *args: statements.append(args[2])
@@ -305,16 +300,3 @@ async def test_model_page_runs_a_bounded_number_of_statements(
     # The release, its source, tasks, models, GPU types, model files and both configuration
     # tables: eight statements, once.
     assert counts == {"deepseek-v3-1": [1 + 8, 1], "qwen-3-30b-a3b-instruct": [1], "qwen-3-8b": [1]}
-
-
-def test_db_does_not_import_the_api_layer() -> None:
-    """Data flows one way: `db` and `analysis` know nothing of strawberry, starlette or graph."""
-    offenders = [
-        f"{path.relative_to(ROOT)}: {line.strip()}"
-        for package in ("db", "analysis")
-        for path in Path(ROOT / package).glob("*.py")
-        for line in path.read_text().splitlines()
-        if line.startswith(("import ", "from "))
-        and any(name in line for name in ("strawberry", "starlette", "graph"))
-    ]
-    assert offenders == []

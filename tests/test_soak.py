@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph.queries import MODEL_PAGE
+from graph.server.operations import MODEL_PAGE
 
 pytestmark = pytest.mark.soak
 

@@ -1,0 +1,226 @@
+"""The shapes of the input documents (upstream files and the LeadGreen manifest), validated."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from db.errors import IngestError
+
+Measure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class _Open(BaseModel):
+    """A document whose unknown fields are kept (and reported), not refused."""
+
+    model_config = ConfigDict(strict=True, extra="allow", frozen=True)
+
+
+class Histogram(_Strict):
+    bins: list[Annotated[float, Field(allow_inf_nan=False)]]
+    counts: list[Annotated[int, Field(ge=0)]]
+
+    @model_validator(mode="after")
+    def _edges_match_counts(self) -> Histogram:
+        if len(self.bins) != len(self.counts) + 1:
+            raise ValueError(
+                f"{len(self.bins)} bin edges for {len(self.counts)} counts (want one more edge)"
+            )
+        return self
+
+
+class IndexModel(_Open):
+    nickname: str
+    total_params_billions: Measure
+    activated_params_billions: Measure
+    architecture: str | None = None
+    weight_precision: str
+
+
+class UpstreamIndex(_Open):
+    last_updated: str
+    tasks: list[str]
+    architectures: dict[str, list[str]]
+    models: dict[str, IndexModel]
+
+
+class TaskRow(_Open):
+    """The fields every task-file row has, whatever the task."""
+
+    model_id: str
+    nickname: str
+    gpu_model: str
+    num_gpus: Count
+    avg_power_watts: Measure
+    total_params_billions: Measure
+    activated_params_billions: Measure
+    weight_precision: str
+
+
+class LlmTaskRow(TaskRow):
+    """A row of an LLM or MLLM task file (lm-arena-chat, gpqa, sourcegraph-fim, image-chat, ...)."""
+
+    max_num_seqs: Count
+    tensor_parallel: Count
+    data_parallel: Count
+    expert_parallel: Count
+    avg_batch_size: Measure
+    avg_output_len: Measure
+    energy_per_request_joules: Measure
+    energy_per_token_joules: Measure
+    median_itl_ms: Measure
+    p90_itl_ms: Measure
+    p95_itl_ms: Measure
+    p99_itl_ms: Measure
+    output_throughput_tokens_per_sec: Measure
+    architecture: str
+
+
+class DiffusionTaskRow(TaskRow):
+    batch_size: Count
+    batch_latency_s: Measure
+    inference_steps: Count
+    ulysses_degree: Count
+    ring_degree: Count
+
+
+class ImageTaskRow(DiffusionTaskRow):
+    """A row of the text-to-image task file."""
+
+    energy_per_image_joules: Measure
+    throughput_images_per_sec: Measure
+    image_height: Count
+    image_width: Count
+
+
+class VideoTaskRow(DiffusionTaskRow):
+    """A row of the text-to-video task file."""
+
+    energy_per_video_joules: Measure
+    throughput_videos_per_sec: Measure
+    video_height: Count
+    video_width: Count
+    fps: Count
+    num_frames: Count
+
+
+# Model facts every task-file row repeats from index.json.
+MODEL_FACTS = (
+    "nickname",
+    "total_params_billions",
+    "activated_params_billions",
+    "architecture",
+    "weight_precision",
+)
+
+
+class TaskFile(_Strict):
+    task: str
+    task_display_name: str
+    architecture: str | None = None
+    configurations: list[dict[str, Any]]
+
+
+class Parallelization(_Strict):
+    tensor_parallel: Count
+    data_parallel: Count
+    expert_parallel: Count
+    notes: str = ""
+
+
+class DiffusionParallelization(_Strict):
+    ulysses_degree: Count
+    ring_degree: Count
+
+
+class ModelFileRow(_Open):
+    """What every row of a per-model file has."""
+
+    gpu_model: str
+    num_gpus: Count
+
+
+class ModelFileConfiguration(ModelFileRow):
+    """A row of an LLM or MLLM per-model file."""
+
+    max_num_seqs: Count
+    parallelization: Parallelization
+    output_length_distribution: Histogram
+
+
+class DiffusionModelFileConfiguration(ModelFileRow):
+    """A row of a diffusion per-model file."""
+
+    batch_size: Count
+    parallelization: DiffusionParallelization
+
+
+class ModelFile(_Open):
+    model_id: str
+    task: str
+    output_length_distribution: Histogram | None = None
+    configurations: list[dict[str, Any]]
+
+
+class ManifestSource(_Strict):
+    name: str
+    publisher: str
+    url: str
+    data_url: str
+    version: str
+    released: str
+    compiled: str
+    compiled_evidence: str
+    retrieved: str
+    licence: str
+    licence_evidence: list[str]
+    workload: str
+    method: str
+    selection: str
+    cite: str
+    cite_url: str
+    used_for: str
+    configurations: str
+
+
+class ManifestModel(_Strict):
+    slug: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    name: str
+    model_id: str
+    params_b: Measure
+    active_params_b: Measure
+    gpus: list[str]
+    url: str
+    page: str
+
+
+class Manifest(_Strict):
+    """A LeadGreen v1 index: the dataset's provenance and the models it lists."""
+
+    version: str
+    updated: str
+    data_version: str
+    source: ManifestSource
+    models: list[ManifestModel]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(
+    shape: type[M], data: Any, file: str, *, row: int | None = None, prefix: str = ""
+) -> M:
+    """Validate `data` as `shape`, turning the first problem into an IngestError that says where."""
+    try:
+        return shape.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = prefix + ".".join(str(part) for part in error["loc"])
+        got = "" if error["type"] == "missing" else f" (got {error['input']!r:.80})"
+        raise IngestError(file, f"{error['msg']}{got}", row=row, field=loc or None) from exc

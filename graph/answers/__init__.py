@@ -1,1 +1,0 @@
-"""Root fields that answer questions (rankings, frontiers, fits, statistics), not only rows."""

@@ -1,0 +1,176 @@
+"""Documents as the server runs them: parsed once, and everything derived from one kept with it.
+
+A `Prepared` document holds its parse, its validation (per set of limits), its costs (per
+operation, declared variables and page sizes), and what execution collects and plans for it;
+`Documents` keeps the recently used ones within a byte budget. Evicting a document frees all of
+it at once, and nothing is keyed on what a request sends but its document does not use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLSyntaxError,
+    Lexer,
+    OperationDefinitionNode,
+    Source,
+    TokenKind,
+    parse,
+)
+
+from graph.caches import Bounded
+from graph.errors import Code, refusal
+
+# Bytes a parsed document holds per character of its text (measured: 78 to 87 with
+# graphql-core 3.3), and what its memos may add to it.
+PARSED_BYTES_PER_CHAR = 100
+MEMO_BYTES = 64 * 1024
+# The most variable combinations one document's costs and collected selections are kept for.
+MEMO_ENTRIES = 64
+
+
+def frozen(value: Any) -> Hashable:
+    """Variables as a hashable key; each scalar with its type, so that 1, 1.0 and True differ.
+    Raises TypeError for a value that cannot be a key."""
+    if isinstance(value, Mapping):
+        return ("{", tuple(sorted((str(k), frozen(v)) for k, v in value.items())))
+    if isinstance(value, list | tuple):
+        return ("[", tuple(frozen(v) for v in value))
+    hash(value)
+    return (type(value), value)
+
+
+# A memo key made of what a client sent is kept only when it is this small (its scalars' text).
+SMALL_KEY_CHARS = 1024
+
+
+def small_key(value: Any) -> Hashable | None:
+    """`frozen(value)` when its scalars hold at most SMALL_KEY_CHARS characters; else None
+    (a client's large values are not worth keeping as keys, nor safe to)."""
+    room = SMALL_KEY_CHARS
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        else:
+            room -= len(item) if isinstance(item, str | bytes) else 8
+        if room < 0:
+            return None
+    try:
+        return frozen(value)
+    except TypeError:
+        return None
+
+
+class Few(Bounded[Hashable, Any]):
+    """A per-document memo: at most MEMO_ENTRIES entries."""
+
+    def __init__(self) -> None:
+        super().__init__(MEMO_ENTRIES, lambda _value: 1)
+
+
+@dataclass(eq=False)
+class Prepared:
+    """A parsed document and what is derived from it, for as long as it is remembered."""
+
+    text: str
+    document: DocumentNode
+    # Validation errors per (schema, rules, limits): a few combinations at most.
+    validated: dict[Hashable, tuple[GraphQLError, ...]] = field(default_factory=dict)
+    # Estimated costs per (operation name, declared variables' values, page sizes).
+    costs: Few = field(default_factory=Few)
+    # Anything else execution derives, each under a key of its own (see `remember`).
+    memos: Few = field(default_factory=Few)
+    derived: dict[Hashable, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return PARSED_BYTES_PER_CHAR * len(self.text) + MEMO_BYTES
+
+    def operation(self, name: str | None) -> OperationDefinitionNode | None:
+        """The operation `name` selects (the only one when no name is given)."""
+        operations = [
+            d for d in self.document.definitions if isinstance(d, OperationDefinitionNode)
+        ]
+        if name is None:
+            return operations[0] if len(operations) == 1 else None
+        return next((o for o in operations if o.name and o.name.value == name), None)
+
+    def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """A value that depends on the document only (a fixed number of keys per document)."""
+        try:
+            return self.derived[key]
+        except KeyError:
+            value = self.derived[key] = make()
+            return value
+
+
+_TOKENS = re.compile(r"Document contains more than \d+ tokens")
+_NESTED = "Document is nested too deeply"
+
+
+def _parse(text: str, max_tokens: int) -> DocumentNode:
+    """Parse, with errors that say which limit a document went past."""
+    try:
+        return parse(text, max_tokens=max_tokens)
+    except GraphQLSyntaxError as error:
+        # graphql-core stops at its nesting limit before it has counted every token.
+        if _TOKENS.search(error.message) or (
+            _NESTED in error.message and _more_tokens_than(text, max_tokens)
+        ):
+            raise refusal(
+                f"The document has more than {max_tokens} tokens, the limit.",
+                Code.TOO_MANY_TOKENS,
+            ) from None
+        error.extensions = {
+            "code": str(
+                Code.QUERY_TOO_DEEP if _NESTED in error.message else Code.GRAPHQL_PARSE_FAILED
+            )
+        }
+        raise
+
+
+def _more_tokens_than(text: str, limit: int) -> bool:
+    lexer = Lexer(Source(text))
+    try:
+        for _ in range(limit + 1):
+            if lexer.advance().kind is TokenKind.EOF:
+                return False
+    except GraphQLSyntaxError:
+        return False
+    return True
+
+
+class Documents:
+    """The documents a schema has run lately, within `max_bytes`."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._kept: Bounded[tuple[str, int], Prepared] = Bounded(
+            max_bytes, lambda prepared: prepared.size
+        )
+
+    def prepare(self, text: str, max_tokens: int) -> Prepared:
+        """The document of `text`, parsed within `max_tokens` (a GraphQLError if it is not a
+        document, or past the limit)."""
+        key = (text, max_tokens)
+        prepared = self._kept.get(key)
+        if prepared is None:
+            prepared = self._kept[key] = Prepared(text, _parse(text, max_tokens))
+        return prepared
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @property
+    def bytes(self) -> float:
+        return self._kept.bytes

@@ -1,0 +1,5 @@
+"""What the root fields answer: each function reads the release's catalog, checks its arguments
+(BadInput names what is wrong) and builds the answer's types.
+
+May import graph.schema.types, inputs, context, cursor, db and analysis; not graph.schema.roots.
+"""

@@ -1,0 +1,122 @@
+"""What a ranking ranks: the task, GPU types and models asked for, checked, and their rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.leaderboard import Candidate
+from db.catalog import Catalog, ConfigurationFilter
+from db.kinds import Kind
+from db.tables import ModelRow, TaskRow
+from graph.errors import BadInput
+from graph.schema.answers.filters import check_at_least
+from graph.schema.context import Context
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a ranking ranks: a task of a release, and the GPU types and models asked for."""
+
+    catalog: Catalog
+    kind: Kind
+    task: TaskRow
+    gpus: frozenset[str] | None
+    models: list[ModelRow] | None
+    num_gpus: frozenset[int] | None = None
+
+    @property
+    def where(self) -> ConfigurationFilter:
+        """The filter to read with: pushes down what a single value or the models can."""
+        one_gpu = next(iter(self.gpus)) if self.gpus and len(self.gpus) == 1 else None
+        one_count = next(iter(self.num_gpus)) if self.num_gpus and len(self.num_gpus) == 1 else None
+        return ConfigurationFilter(
+            model_ids=None if self.models is None else tuple(sorted(m.id for m in self.models)),
+            gpu=one_gpu,
+            num_gpus=one_count,
+            task=self.task.name,
+        )
+
+    def rows(self) -> list[Any]:
+        """The task's rows the selection asks for, in upstream order."""
+        rows = self.catalog.configurations(self.kind, self.where)
+        return [r for r in rows if self.gpus is None or r.gpu in self.gpus]
+
+    def candidates(self, latency: str, energy: str) -> list[Candidate[Any]]:
+        """The rows as a ranking sees them, by these latency and energy columns."""
+        throughput = self.kind.throughput
+        return [
+            Candidate(
+                item=row,
+                model=row.model_id,
+                gpu=row.gpu,
+                num_gpus=row.num_gpus,
+                latency=getattr(row, latency),
+                energy=getattr(row, energy),
+                throughput=getattr(row, throughput),
+            )
+            for row in self.rows()
+        ]
+
+
+async def select(
+    context: Context,
+    kind: Kind,
+    task: str,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+    *,
+    num_gpus: Sequence[int] | None = None,
+) -> Selection:
+    """Check the arguments every ranking shares; raise BadInput naming what is wrong."""
+    catalog = await context.catalog(release)
+    tasks = catalog.task_by_name
+    if task not in tasks:
+        raise BadInput(f"unknown task {task!r}; the tasks are {', '.join(sorted(tasks))}")
+    if catalog.kind(task) is not kind:
+        fits = ", ".join(sorted(name for name in tasks if catalog.kind(name) is kind))
+        raise BadInput(
+            f"{task!r} is not one of the {kind.called} tasks this field takes: {fits or 'none'}"
+        )
+    if num_gpus is not None:
+        if not num_gpus:
+            raise BadInput("numGpus is empty: give at least one number, or leave it out for all")
+        for n in num_gpus:
+            check_at_least("numGpus", n, 1)
+    return Selection(
+        catalog=catalog,
+        kind=kind,
+        task=tasks[task],
+        gpus=_gpus(catalog, gpus),
+        models=_models(catalog, models),
+        num_gpus=None if num_gpus is None else frozenset(num_gpus),
+    )
+
+
+def _gpus(catalog: Catalog, names: Sequence[str] | None) -> frozenset[str] | None:
+    if names is None:
+        return None
+    if not names:
+        raise BadInput("gpus is empty: name at least one GPU type, or leave it out for all")
+    unknown = [name for name in names if name not in catalog.gpu_by_name]
+    if unknown:
+        known = ", ".join(gpu.name for gpu in catalog.gpus)
+        raise BadInput(f"unknown GPU {unknown[0]!r}; the GPU types are {known}")
+    return frozenset(names)
+
+
+def _models(catalog: Catalog, slugs: Sequence[str] | None) -> list[ModelRow] | None:
+    if slugs is None:
+        return None
+    if not slugs:
+        raise BadInput("models is empty: name at least one model by slug")
+    by_slug = catalog.model_by_slug
+    for slug in slugs:
+        if slug not in by_slug:
+            raise BadInput(f"unknown model slug {slug!r}; the `models` query lists them")
+    if len(set(slugs)) != len(slugs):
+        twice = next(s for s in slugs if slugs.count(s) > 1)
+        raise BadInput(f"models lists {twice!r} more than once")
+    return [by_slug[slug] for slug in slugs]

@@ -1,0 +1,231 @@
+"""Configuration types: what all share, the LLM row shape, and the paginated connection."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+
+import strawberry
+
+from analysis.power import fraction_of_tdp, per_gpu_watts
+from db.catalog import Catalog
+from db.kinds import LLM, Row
+from db.snapshot import model_file_name
+from db.tables import ConfigurationRow
+from graph.schema.inputs import ElectricityPrice, GridCarbonIntensity, ItlPercentile, ParetoScope
+from graph.schema.types import common as metric
+from graph.schema.types import late
+from graph.schema.types.common import OutputLengthDistribution
+from graph.schema.types.energy import Estimates, TokenEnergy
+from graph.schema.types.gpu import Gpu
+from graph.schema.types.source import Source
+from graph.schema.types.task import Task
+
+if TYPE_CHECKING:
+    from graph.schema.types.model import Model
+
+T = TypeVar("T")
+
+
+@strawberry.type(description="Where a configuration's figures stand in the upstream files.")
+class UpstreamRow:
+    task_file: str = strawberry.field(description="Upstream task file, relative to the data root.")
+    task_row: int = strawberry.field(
+        description="Position (from 0) of the row in the task file's `configurations`."
+    )
+    model_file: str = strawberry.field(
+        description="Upstream per-model file holding the row's parallelism and histogram."
+    )
+    model_row: int = strawberry.field(
+        description="Position (from 0) of the row in the model file's `configurations`."
+    )
+
+
+LazyModel = Annotated["Model", strawberry.lazy("graph.schema.types.model")]
+
+
+@strawberry.interface(
+    description="What every measured configuration has, whatever its task: its GPUs, its "
+    "measured power, and links to its model, GPU, task, source and upstream row."
+)
+class ServingConfiguration:
+    """Built once per release and row (see `serving`): every field is a plain value, so that
+    a table of thousands of rows completes without a resolver call per field."""
+
+    id: strawberry.ID = strawberry.field(
+        description="Identifier of this row in this LeadGreen release."
+    )
+    gpu_model: str = strawberry.field(description=metric.GPU_MODEL)
+    num_gpus: int = strawberry.field(description=metric.NUM_GPUS)
+    avg_power_watts: float = strawberry.field(description=metric.AVG_POWER)
+    power_per_gpu_watts: float = strawberry.field(description=metric.PER_GPU_POWER)
+    fraction_of_tdp: float | None = strawberry.field(description=metric.FRACTION_OF_TDP)
+    gpu: Gpu = strawberry.field(description="The GPU type, with its reference facts.")
+    model: LazyModel = strawberry.field(description="The model measured.")
+    model_id: str = strawberry.field(
+        description="Hugging Face id of the model measured (upstream `model_id`)."
+    )
+    task: Task = strawberry.field(description="The task (workload) measured.")
+    source: Source = strawberry.field(
+        description="Provenance and licence evidence of the dataset this row is part of."
+    )
+    upstream: UpstreamRow = strawberry.field(
+        description="Where this row stands in the upstream files."
+    )
+    row: strawberry.Private[Row]
+    catalog: strawberry.Private[Catalog]
+
+
+def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
+    """The fields every configuration type has, for its constructor."""
+    gpu = Gpu.of(catalog, row.gpu)
+    model = catalog.model_by_id[row.model_id]
+    task = catalog.task_by_id[row.task_id].name
+    per_gpu = per_gpu_watts(row)
+    return {
+        "id": strawberry.ID(str(row.id)),
+        "gpu_model": row.gpu,
+        "num_gpus": row.num_gpus,
+        "avg_power_watts": row.avg_power_watts,
+        "power_per_gpu_watts": per_gpu,
+        "fraction_of_tdp": fraction_of_tdp(per_gpu, gpu.tdp_watts),
+        "gpu": gpu,
+        "model": late.make("Model", catalog, model),
+        "model_id": model.model_id,
+        "task": Task.of(catalog, row.task_id),
+        "source": Source.of(catalog),
+        "upstream": UpstreamRow(
+            task_file=f"tasks/{task}.json",
+            task_row=row.task_row,
+            model_file=model_file_name(model.model_id, task),
+            model_row=row.model_row,
+        ),
+        "row": row,
+        "catalog": catalog,
+    }
+
+
+@strawberry.type(
+    description="One measured serving configuration of an LLM or MLLM task (lm-arena-chat, "
+    "gpqa, sourcegraph-fim, image-chat, video-chat): a row of the upstream task file, with its "
+    "parallelism and output-length histogram from the per-model file. Energies in joules, "
+    "power in watts, latency in ms."
+)
+class Configuration(ServingConfiguration):
+    max_num_seqs: int = strawberry.field(description=metric.MAX_NUM_SEQS)
+    tensor_parallel: int = strawberry.field(
+        description="Setting: tensor-parallel degree. Upstream `tensor_parallel`."
+    )
+    data_parallel: int = strawberry.field(
+        description="Setting: data-parallel degree. Upstream `data_parallel`."
+    )
+    expert_parallel: int = strawberry.field(
+        description="Setting: expert-parallel degree (1 for dense models). Upstream "
+        "`expert_parallel`."
+    )
+    parallel_notes: str = strawberry.field(
+        description="Upstream `parallelization.notes`, e.g. how DP and EP are combined; "
+        "often empty."
+    )
+    avg_batch_size: float = strawberry.field(description=metric.AVG_BATCH)
+    avg_output_len: float = strawberry.field(description=metric.AVG_OUTPUT_LEN)
+    energy_per_request_joules: float = strawberry.field(description=metric.ENERGY_PER_REQUEST)
+    energy_per_token_joules: float = strawberry.field(description=metric.ENERGY_PER_TOKEN)
+    median_itl_ms: float = strawberry.field(description=metric.MEDIAN_ITL)
+    p90_itl_ms: float = strawberry.field(description=metric.P90_ITL)
+    p95_itl_ms: float = strawberry.field(description=metric.P95_ITL)
+    p99_itl_ms: float = strawberry.field(description=metric.P99_ITL)
+    output_throughput_tokens_per_sec: float = strawberry.field(description=metric.THROUGHPUT)
+    output_length_distribution: OutputLengthDistribution = strawberry.field(
+        description="Measured: output lengths of this configuration's requests, as a histogram."
+    )
+
+    @classmethod
+    def from_row(cls, row: ConfigurationRow, catalog: Catalog) -> Configuration:
+        return cls(
+            **serving(row, catalog),
+            max_num_seqs=row.max_num_seqs,
+            tensor_parallel=row.tensor_parallel,
+            data_parallel=row.data_parallel,
+            expert_parallel=row.expert_parallel,
+            parallel_notes=row.parallel_notes,
+            avg_batch_size=row.avg_batch_size,
+            avg_output_len=row.avg_output_len,
+            energy_per_request_joules=row.energy_per_request_joules,
+            energy_per_token_joules=row.energy_per_token_joules,
+            median_itl_ms=row.median_itl_ms,
+            p90_itl_ms=row.p90_itl_ms,
+            p95_itl_ms=row.p95_itl_ms,
+            p99_itl_ms=row.p99_itl_ms,
+            output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
+            output_length_distribution=OutputLengthDistribution(
+                bins=row.length_bins, counts=row.length_counts
+            ),
+        )
+
+    @classmethod
+    def of(cls, catalog: Catalog, row: ConfigurationRow) -> Configuration:
+        """The configuration of this row (one object per release and row)."""
+        return catalog.once((cls, row.id), lambda: cls.from_row(row, catalog))
+
+    @strawberry.field(
+        description="Whether this configuration is on a time–energy Pareto frontier of its task "
+        "(ITL at `itlPercentile` against energy per token): no configuration of the same `scope` "
+        "has both strictly lower ITL and strictly lower energy (ties survive). The default scope, "
+        "MODEL, compares the model's own configurations on the task, as the leaderboard's model "
+        "page draws its frontier."
+    )
+    def is_pareto_optimal(
+        self,
+        scope: Annotated[
+            ParetoScope,
+            strawberry.argument(description="Which configurations of the task it is compared to."),
+        ] = ParetoScope.MODEL,
+        itl_percentile: Annotated[
+            ItlPercentile,
+            strawberry.argument(description="The ITL percentile latency is measured by."),
+        ] = ItlPercentile.P50,
+    ) -> bool:
+        return self.catalog.pareto(LLM, self.row, str(scope.value), str(itl_percentile.value))
+
+    @strawberry.field(
+        description="This configuration's energy in joules, watt-hours and kilowatt-hours: per "
+        "token, per 1,000 and 1,000,000 tokens and per response, and tokens per joule; with "
+        "estimates of emissions and cost from the figures the caller gives."
+    )
+    def energy(
+        self,
+        grid_carbon_intensity: GridCarbonIntensity = None,
+        electricity_price_per_kwh: ElectricityPrice = None,
+    ) -> TokenEnergy:
+        return TokenEnergy.of(
+            self.energy_per_token_joules,
+            self.energy_per_request_joules,
+            Estimates(grid_carbon_intensity, electricity_price_per_kwh),
+        )
+
+
+@strawberry.type(description="Information to fetch the next page.")
+class PageInfo:
+    has_next_page: bool = strawberry.field(description="Whether more configurations follow.")
+    end_cursor: str | None = strawberry.field(
+        description="Cursor of the last configuration on this page; pass it as `after`."
+    )
+
+
+@strawberry.type(description="A configuration and its cursor.")
+class Edge(Generic[T]):
+    cursor: str = strawberry.field(description="Opaque position of this configuration.")
+    node: T = strawberry.field(description="The configuration.")
+
+
+@strawberry.type(description="A page of configurations.")
+class Connection(Generic[T]):
+    edges: list[Edge[T]] = strawberry.field(description="The page, with cursors.")
+    page_info: PageInfo = strawberry.field(description="Where this page ends.")
+    total_count: int = strawberry.field(
+        description="Number of configurations matching the filter, over all pages."
+    )
+
+    @strawberry.field(description="The page's configurations, without cursors.")
+    def nodes(self) -> list[T]:
+        return [edge.node for edge in self.edges]

@@ -1,0 +1,297 @@
+"""The /graphql handler: answers from the response cache without touching GraphQL, or executes.
+
+Plain ASGI on purpose (no Request object, no middleware): a cached answer costs a body read,
+two hashes, a dict lookup and two `send` calls. Every request to /graphql ends here, GraphiQL
+included: each answer or refusal is JSON with an `extensions.code`, in the media type the client
+asked for (graph/server/protocol.py), and nothing unexpected escapes as a bare 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from starlette.types import Receive, Scope, Send
+from strawberry import Schema
+from strawberry.types import ExecutionResult
+
+from db.tables import ReleaseRow
+from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
+from graph.schema.catalogs import Catalogs
+from graph.server import execute as run
+from graph.server.batch import answer_batch
+from graph.server.body import read_json_body
+from graph.server.execute import RETRY_SOON, Produced
+from graph.server.persisted import PersistedQueries
+from graph.server.protocol import AS_JSON, Media, negotiate
+from graph.server.ratelimit import RateLimiter, stamp
+from graph.server.release import Current, ReleaseWatcher
+from graph.server.request import Batch, GraphQLRequest, Reader, Refusal
+from graph.server.respond import Responder, accepts_gzip, send_response
+from graph.server.response_cache import Answer, ResponseCache
+from graph.settings import Settings
+
+log = logging.getLogger("leadgreen")
+ALLOW = ((b"allow", b"GET, POST"),)
+HTML = (b"content-type", b"text/html; charset=utf-8")
+
+
+class GraphQLHandler:
+    def __init__(
+        self,
+        settings: Settings,
+        make_session: async_sessionmaker[AsyncSession],
+        *,
+        schema: Schema,
+        catalogs: Catalogs,
+        cache: ResponseCache,
+        release: ReleaseWatcher,
+        persisted: PersistedQueries,
+        reader: Reader,
+        limiter: RateLimiter | None = None,
+        graphiql: bytes | None = None,
+    ) -> None:
+        self.settings, self.make_session = settings, make_session
+        self.schema, self.catalogs = schema, catalogs
+        self.cache, self.release, self.persisted = cache, release, persisted
+        self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
+        self.respond = Responder(settings.http_max_age, settings.gzip_min_bytes)
+        self.caching = settings.cache != "off"
+        self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Produced]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.handle(scope, receive, send)
+        except Exception:  # a bug: the client gets a request id, the log the details
+            request_id = uuid.uuid4().hex
+            log.error("request %s failed", request_id, exc_info=True)
+            body = orjson.dumps({"errors": [internal_error(request_id)]})
+            with contextlib.suppress(Exception):  # the response may have started
+                await self.respond.uncached(send, 500, body, AS_JSON.content_type)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope["method"]
+        content_type = accept = accept_encoding = if_none_match = api_key = b""
+        length: bytes | None = None
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value
+            elif name == b"accept":
+                accept = value
+            elif name == b"accept-encoding":
+                accept_encoding = value
+            elif name == b"if-none-match":
+                if_none_match = value
+            elif name == b"x-api-key":
+                api_key = value
+            elif name == b"content-length":
+                length = value
+        media = negotiate(accept) if accept else AS_JSON
+        try:
+            if len(scope["query_string"]) + len(scope["path"]) > self.settings.max_url_bytes:
+                raise Refusal(
+                    414,
+                    f"The URL is longer than the limit of {self.settings.max_url_bytes} bytes; "
+                    "send the request with POST, or as a persisted query.",
+                    Code.URL_TOO_LONG,
+                )
+            request: GraphQLRequest | Batch | None
+            if method == "GET":
+                request = self.reader.query_string(scope["query_string"])
+                if request is None:
+                    if media.html and self.graphiql is not None:
+                        await self.graphiql_page(send)
+                        return
+                    raise Refusal.malformed("The request has no `query`.")
+            elif method == "POST":
+                body = await read_json_body(
+                    receive, content_type, length, self.settings.max_body_bytes
+                )
+                request = self.reader.json_body(body)
+            else:
+                raise Refusal(
+                    405, "GraphQL is served over GET and POST.", Code.METHOD_NOT_ALLOWED, ALLOW
+                )
+            client = self.limiter.client(scope, api_key) if self.limiter is not None else ""
+            if isinstance(request, tuple):
+                await self.batch(request, media, client, send)
+                return
+            gzip_ok = accepts_gzip(accept_encoding) if accept_encoding else False
+            await self.answer(request, method == "GET", if_none_match, gzip_ok, media, client, send)
+        except Refusal as refusal:
+            # A refusal that legacy clients get with 200 (a GraphQL error) is a 400 to others.
+            status = 400 if refusal.status == 200 and media.graphql_response else refusal.status
+            await self.respond.uncached(
+                send, status, refusal.body, media.content_type, refusal.headers
+            )
+
+    async def graphiql_page(self, send: Send) -> None:
+        assert self.graphiql is not None
+        headers = [HTML, (b"content-length", b"%d" % len(self.graphiql))]
+        await send_response(send, 200, headers, self.graphiql)
+
+    async def answer(
+        self,
+        request: GraphQLRequest,
+        get: bool,
+        if_none_match: bytes,
+        gzip_ok: bool,
+        media: Media,
+        client: str,
+        send: Send,
+    ) -> None:
+        query = await self.persisted.resolve(request)
+        if query is None:
+            raise Refusal(200, "PersistedQueryNotFound", Code.PERSISTED_QUERY_NOT_FOUND)
+        current = await self.current_release()
+        key = None
+        if current is not None:
+            document = request.persisted_hash or self.reader.document_hash(query)
+            key = request.key(current.token, document)
+        answer = await self.cache.get(key) if key is not None and self.caching else None
+        hit = answer is not None
+        # With rate limiting, an answer the client did not pay for while it ran pays now.
+        unpaid = self.limiter is not None
+        if answer is None:
+            release = current.release if current is not None else None
+            produced, joined = await self.produce_once(
+                key, query, request, release, get, media, client
+            )
+            if not produced.ok:
+                await self.respond.uncached(
+                    send,
+                    produced.status,
+                    produced.answer.body,
+                    media.content_type,
+                    produced.headers,
+                )
+                return
+            answer = produced.answer
+            if produced.throttle is not None and not joined:
+                answer, unpaid = Answer(stamp(answer.body, produced.throttle)), False
+        if unpaid:
+            charged = await self.charge(answer, client, media, send)
+            if charged is None:
+                return
+            answer = charged
+        await self.respond.answer(
+            send,
+            answer,
+            etag=b'W/"%s"' % key if get and key is not None else None,
+            if_none_match=if_none_match,
+            gzip_ok=gzip_ok,
+            cache=b"HIT" if hit else b"MISS",
+            content_type=media.content_type,
+        )
+
+    async def charge(self, answer: Answer, client: str, media: Media, send: Send) -> Answer | None:
+        """A stored answer charged to the client (its actual cost), with the client's throttle
+        status; None when the bucket cannot pay for it (the 429 is sent)."""
+        assert self.limiter is not None
+        charged = await self.limiter.charge(answer.body, client, media.graphql_response)
+        if isinstance(charged, Refusal):
+            await self.respond.uncached(
+                send, charged.status, charged.body, media.content_type, charged.headers
+            )
+            return None
+        return Answer(charged)
+
+    async def batch(self, items: Batch, media: Media, client: str, send: Send) -> None:
+        """Each operation of a batch in turn, answered as a JSON array."""
+
+        async def one(request: GraphQLRequest, collect: Send) -> None:
+            await self.answer(request, False, b"", False, media, client, collect)
+
+        body = await answer_batch(items, self.settings.batch_max, one)
+        await self.respond.uncached(send, 200, body, media.content_type)
+
+    async def produce_once(
+        self,
+        key: bytes | None,
+        query: str,
+        request: GraphQLRequest,
+        release: ReleaseRow | None,
+        get: bool,
+        media: Media = AS_JSON,
+        client: str = "",
+    ) -> tuple[Produced, bool]:
+        """`produce`, shared by concurrent requests with the same key (e.g. right after an
+        ingest, when every request misses at once); and whether this one joined another's.
+
+        With rate limiting each client runs its own (the runner pays for it while it runs)."""
+        if key is None or not self.caching:
+            return await self.produce(key, query, request, release, get, media, client), False
+        flight = (key, get, media.graphql_response, client)
+        pending = self._flights.get(flight)
+        joined = pending is not None
+        if pending is None:
+            pending = asyncio.ensure_future(
+                self.produce(key, query, request, release, get, media, client)
+            )
+            self._flights[flight] = pending
+            pending.add_done_callback(lambda _: self._flights.pop(flight, None))
+        return await asyncio.shield(pending), joined
+
+    async def produce(
+        self,
+        key: bytes | None,
+        query: str,
+        request: GraphQLRequest,
+        release: ReleaseRow | None,
+        get: bool,
+        media: Media,
+        client: str,
+    ) -> Produced:
+        """Execute within the deadline; store the answer when it has no errors."""
+        seconds = self.settings.request_timeout_seconds
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                result = await self.execute(query, request, release, get, client)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            log.warning("a request ran past %gs and was stopped", seconds)
+            return run.timed_out(self.settings)
+        answer = run.produced(result, media, self.limiter is not None)
+        if answer.ok and key is not None and self.caching:
+            answer.answer = Answer.of(answer.body, self.settings.gzip_min_bytes)
+            await self.cache.put(key, answer.answer)
+        return answer
+
+    async def current_release(self) -> Current | None:
+        """The release to answer from; None when there is none yet (the schema says NO_DATA).
+
+        When the database cannot be reached the request is refused at once with a 503.
+        """
+        try:
+            return await self.release.current()
+        except Exception as exc:
+            if database_fault(exc) is None:
+                raise
+            log.warning("could not read the current release: %r", exc)
+            raise Refusal(503, UNAVAILABLE_MESSAGE, Code.DATABASE_UNAVAILABLE, RETRY_SOON) from None
+
+    async def execute(
+        self,
+        query: str,
+        request: GraphQLRequest,
+        release: ReleaseRow | None,
+        get: bool,
+        client: str,
+    ) -> ExecutionResult:
+        return await run.execute(
+            self.schema,
+            self.settings,
+            self.make_session,
+            self.catalogs,
+            self.limiter,
+            query,
+            request,
+            release,
+            get,
+            client,
+        )

@@ -1,1 +1,0 @@
-"""GraphQL types, one module per family."""
