@@ -44,6 +44,42 @@ class RowKey:
     def value(self, name: str) -> Any:
         return dict(self.settings).get(name)
 
+    @property
+    def text(self) -> str:
+        """The key as one string: a configuration's stable identity (`configuration_key`)."""
+        return configuration_key(self.task, self.settings, self.occurrence)
+
+
+def settings_of(row: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The fields of a row that identify its run (KEY_FIELDS it has), in KEY_FIELDS' order."""
+    return tuple((k, row[k]) for k in KEY_FIELDS if k in row)
+
+
+def configuration_key(task: str, settings: Sequence[tuple[str, Any]], occurrence: int) -> str:
+    """A configuration's identity in every release: its task, model, GPU type and count, the
+    settings of the run and, among rows alike in all of these, its place in file order, e.g.
+    `lm-arena-chat:Qwen/Qwen3-8B:H100x1:max_num_seqs=128:0`. Parallelism is not part of it:
+    upstream corrects it between releases (tensor_parallel of 84 rows, 2026-02-16)."""
+    values = dict(settings)
+    rest = ",".join(
+        f"{k}={v}" for k, v in settings if k not in ("model_id", "gpu_model", "num_gpus")
+    )
+    return (
+        f"{task}:{values.get('model_id')}:{values.get('gpu_model')}x{values.get('num_gpus')}"
+        f":{rest}:{occurrence}"
+    )
+
+
+def configuration_keys(task: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each row's `configuration_key`, the rows in file order."""
+    seen: dict[tuple[tuple[str, Any], ...], int] = defaultdict(int)
+    keys = []
+    for row in rows:
+        settings = settings_of(row)
+        keys.append(configuration_key(task, settings, seen[settings]))
+        seen[settings] += 1
+    return keys
+
 
 @dataclass(frozen=True)
 class FieldChange:
@@ -103,7 +139,7 @@ def _field_changes(old: Document, new: Document, skip: tuple[str, ...] = ()) -> 
 def _keyed(task: str, rows: Sequence[Document]) -> dict[RowKey, tuple[int, Document]]:
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
-        groups[tuple((k, row[k]) for k in KEY_FIELDS if k in row)].append(i)
+        groups[settings_of(row)].append(i)
     return {
         RowKey(task, settings, n, len(members) > 1): (i, rows[i])
         for settings, members in groups.items()

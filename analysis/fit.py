@@ -89,11 +89,27 @@ class Method(Enum):
 @dataclass(frozen=True)
 class Estimate:
     batch_size: float
-    # None when interpolation is asked for outside the measured batch sizes.
+    # None when interpolation is asked for outside the measured batch sizes, or when the fit
+    # gives a value no measurement could have (`reason` says which).
     value: float | None
     method: Method
     # Whether batch_size lies outside the smallest and largest measured batch sizes.
     extrapolated: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The values a metric can physically take: at least `least` (above it, when `strict`)."""
+
+    least: float = 0.0
+    strict: bool = False
+
+    def admits(self, value: float) -> bool:
+        return value > self.least if self.strict else value >= self.least
+
+    def __str__(self) -> str:
+        return f"{'>' if self.strict else '≥'} {self.least:g}"
 
 
 @dataclass(frozen=True)
@@ -108,17 +124,26 @@ class Curve:
         """FIT when a fit exists and misses no batch size; otherwise INTERPOLATION."""
         return Method.FIT if self.fit is not None and self.fit.reliable else Method.INTERPOLATION
 
-    def estimate(self, batch_size: float) -> Estimate:
+    def estimate(self, batch_size: float, bound: Bound | None = None) -> Estimate:
+        """The metric at `batch_size`; a fitted value outside `bound` (what the metric can
+        physically be) is not served: None, with the reason."""
         if not batch_size > 0:
             raise ValueError(f"batch size must be > 0, got {batch_size}")
         sizes = [m.batch_size for m in self.measured]
         outside = not sizes or not sizes[0] <= batch_size <= sizes[-1]
         if self.method is Method.FIT:
             assert self.fit is not None
-            return Estimate(batch_size, self.fit.logistic.at(batch_size), Method.FIT, outside)
-        return Estimate(
-            batch_size, interpolate(self.measured, batch_size), Method.INTERPOLATION, outside
-        )
+            value = self.fit.logistic.at(batch_size)
+            if bound is not None and not bound.admits(value):
+                reason = (
+                    f"the fit gives {value:.4g} at batch size {batch_size:g}, which the metric "
+                    f"cannot be (it is {bound})"
+                )
+                return Estimate(batch_size, None, Method.FIT, outside, reason)
+            return Estimate(batch_size, value, Method.FIT, outside)
+        between = interpolate(self.measured, batch_size)
+        why = None if between is not None else "interpolation stops at the batch sizes measured"
+        return Estimate(batch_size, between, Method.INTERPOLATION, outside, why)
 
 
 def measured(points: Iterable[tuple[float, float]]) -> tuple[Measured, ...]:

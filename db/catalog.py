@@ -8,7 +8,7 @@ path. A new ingest is a new release, and so a new catalog.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -18,7 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analysis.pareto import pareto_optimal_within
 from analysis.ranking import scope_key
 from db import reads
-from db.kinds import KINDS, LLM, Kind, Row, kind_of
+from db.kinds import KINDS, LLM, Kind, kind_of
+from db.rows import Row
 from db.tables import (
     GpuRow,
     ModelRow,
@@ -83,6 +84,9 @@ class Catalog:
     # Each kind's configurations in upstream order: by task, then by row of the task file.
     rows: Mapping[Kind, Sequence[Row]]
     _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+    # Objects made per row for the layers above (there can be one per row of the release):
+    # whoever holds the catalog may bound them (graph.schema.catalogs does).
+    objects: MutableMapping[Hashable, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.task_by_id = {t.id: t for t in self.tasks}
@@ -110,6 +114,7 @@ class Catalog:
             for model_id, rows in _grouped(all_rows, attrgetter("model_id")).items()
         }
         self.by_id = {(kind, row.id): row for kind, rows in self.rows.items() for row in rows}
+        self.by_key = {row.key: (kind, row) for kind, rows in self.rows.items() for row in rows}
 
     def kind(self, task: str) -> Kind | None:
         """The kind of the task of this name, or None when the release has no such task."""
@@ -194,6 +199,14 @@ class Catalog:
         key = ("pareto", kind.name, row.task_id, scope, latency)
         return row.id in self.once(key, compute)
 
+    def object(self, key: Hashable, make: Callable[[], T]) -> T:
+        """An object made of one row: kept in `objects` (as long as they keep it)."""
+        try:
+            return self.objects[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self.objects[key] = make()
+            return value
+
     def once(self, key: Hashable, make: Callable[[], T]) -> T:
         """`make()` the first time `key` is asked for; the same value every time after."""
         try:
@@ -227,7 +240,7 @@ async def load_catalog(session: AsyncSession, release_id: int) -> Catalog:
         gpus=await reads.gpus(session),
         model_tasks=await reads.model_tasks(session, release_id=release_id),
         rows={
-            kind: await reads.all_configurations(session, release_id=release_id, table=kind.table)
+            kind: await reads.all_configurations(session, release_id=release_id, kind=kind)
             for kind in KINDS
         },
     )

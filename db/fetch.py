@@ -1,4 +1,9 @@
-"""Read the files of an upstream snapshot from a directory or an http(s) base URL."""
+"""Read the files of an upstream snapshot from a directory or an http(s) base URL, bounded.
+
+Every path is checked before it is read (relative, inside the snapshot, no `..`, no link out of
+it), every file is bounded in size, and JSON is parsed with orjson (any nesting error is a clear
+IngestError, not a RecursionError).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,11 @@ import asyncio
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import httpx
+import orjson
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -22,6 +28,11 @@ from db.errors import IngestError
 # The upstream leaderboard's published files, pinned to the commit of the 2026-02-16 data.
 DEFAULT_SOURCE = "https://raw.githubusercontent.com/ml-energy/leaderboard/7885788/public/data"
 _COMMIT_IN_URL = re.compile(r"raw\.githubusercontent\.com/[^/]+/[^/]+/([0-9a-f]{7,40})/")
+# The largest file a snapshot may hold (the largest upstream file, at 50 times the data of
+# 2026-02-16, is about 16 MB), and the most files a folder may list.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILES = 100_000
+_SAFE_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass
@@ -34,10 +45,18 @@ class Fetched:
 
 
 def parse_json(path: str, raw: bytes) -> Any:
+    """The document (orjson); what it cannot read is read again with the standard library,
+    whose errors say more (and which reads NaN and Infinity, for the shapes to refuse)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(raw)
     except UnicodeDecodeError as exc:
         raise IngestError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except RecursionError:
+        raise IngestError(path, "malformed JSON: nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise IngestError(
             # json's own message may end in "at" ("Unterminated string starting at").
@@ -52,16 +71,32 @@ def upstream_commit(location: str) -> str | None:
     return match.group(1) if match else None
 
 
+def checked_path(path: str) -> str:
+    """`path` when it is a relative path of safe names inside the snapshot; else IngestError."""
+    parts = PurePosixPath(path).parts
+    if not parts or path.startswith("/") or not all(_SAFE_PART.match(p) for p in parts):
+        raise IngestError(path, "not a path inside the snapshot (names of letters, digits, . - _)")
+    return path
+
+
 class Fetcher:
     """Fetches snapshot files by their path relative to the snapshot's root."""
 
     def __init__(
-        self, location: str, *, timeout: float = 20.0, attempts: int = 4, backoff: float = 0.5
+        self,
+        location: str,
+        *,
+        timeout: float = 20.0,
+        attempts: int = 4,
+        backoff: float = 0.5,
+        max_file_bytes: int = MAX_FILE_BYTES,
     ) -> None:
         self.location = location.rstrip("/")
         self.remote = self.location.startswith(("http://", "https://"))
         self._timeout, self._attempts, self._backoff = timeout, attempts, backoff
+        self.max_file_bytes = max_file_bytes
         self._client: httpx.AsyncClient | None = None
+        self._root = None if self.remote else Path(self.location).resolve()
 
     async def __aenter__(self) -> Fetcher:
         if self.remote:
@@ -70,7 +105,7 @@ class Fetcher:
                 follow_redirects=True,
                 limits=httpx.Limits(max_connections=8),
             )
-        elif not Path(self.location).is_dir():
+        elif self._root is None or not self._root.is_dir():
             raise IngestError(self.location, "no such directory")
         return self
 
@@ -78,8 +113,13 @@ class Fetcher:
         if self._client is not None:
             await self._client.aclose()
 
+    async def read(self, path: str) -> bytes:
+        """A file's bytes, as published."""
+        checked_path(path)
+        return await (self._get_remote(path) if self.remote else self._get_local(path))
+
     async def get(self, path: str) -> Fetched:
-        raw = await (self._get_remote(path) if self.remote else self._get_local(path))
+        raw = await self.read(path)
         return Fetched(path, parse_json(path, raw), raw)
 
     async def get_many(self, paths: list[str]) -> list[Fetched]:
@@ -92,14 +132,30 @@ class Fetcher:
         return [task.result() for task in tasks]
 
     def listing(self, folder: str) -> list[str] | None:
-        """The JSON files in `folder` of a directory source; None for a URL (no listing there)."""
-        if self.remote:
+        """The JSON files in `folder` of a directory source (links are not followed); None for
+        a URL (no listing there)."""
+        if self._root is None:
             return None
-        return sorted(f"{folder}/{p.name}" for p in (Path(self.location) / folder).glob("*.json"))
+        found = sorted(
+            f"{folder}/{p.name}"
+            for p in (self._root / folder).glob("*.json")
+            if not p.is_symlink() and _SAFE_PART.match(p.name)
+        )
+        if len(found) > MAX_FILES:
+            raise IngestError(folder, f"{len(found)} files, more than the limit of {MAX_FILES}")
+        return found
 
     async def _get_local(self, path: str) -> bytes:
-        file = Path(self.location) / path
+        assert self._root is not None
+        file = self._root / path
         try:
+            if file.is_symlink() or not file.resolve().is_relative_to(self._root):
+                raise IngestError(path, "a link: only files inside the snapshot are read")
+            size = file.stat().st_size
+            if size > self.max_file_bytes:
+                raise IngestError(
+                    path, f"{size} bytes, more than the limit of {self.max_file_bytes}"
+                )
             return await asyncio.to_thread(file.read_bytes)
         except FileNotFoundError as exc:
             raise IngestError(path, f"file not found in {self.location}") from exc
@@ -118,9 +174,7 @@ class Fetcher:
         try:
             async for attempt in retrying:
                 with attempt:
-                    response = await self._client.get(url)
-                    response.raise_for_status()
-                    return response.content
+                    return await self._download(url, path)
         except httpx.HTTPStatusError as exc:
             status = exc.response.status_code
             raise IngestError(path, f"HTTP {status} from {url}") from exc
@@ -129,6 +183,19 @@ class Fetcher:
                 path, f"unreachable: {url} ({type(exc).__name__}: {str(exc) or 'no detail'})"
             ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _download(self, url: str, path: str) -> bytes:
+        """The body, read no further than the size limit."""
+        assert self._client is not None
+        async with self._client.stream("GET", url) as response:
+            response.raise_for_status()
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_file_bytes:
+                    raise IngestError(path, f"larger than the limit of {self.max_file_bytes} bytes")
+                chunks.append(chunk)
+            return b"".join(chunks)
 
 
 def _worth_retrying(exc: BaseException) -> bool:

@@ -14,10 +14,10 @@ from typing import Any
 
 from analysis.aggregate import DIFFUSION_METRICS, LLM_METRICS, Getter
 from db import shapes
+from db.rows import DiffusionRow, LlmRow, Row
 from db.tables import ConfigurationRow, DiffusionConfigurationRow
 
 Table = type[ConfigurationRow] | type[DiffusionConfigurationRow]
-Row = ConfigurationRow | DiffusionConfigurationRow
 
 
 @dataclass(frozen=True, eq=False)
@@ -29,6 +29,8 @@ class Kind:
     called: str
     article: str
     table: Table
+    # The kind's rows in memory (db.rows): a release's catalog holds them.
+    row_type: type[Row]
     # Upstream field -> column of the kind's figures and settings, per output variant (the
     # diffusion tasks write `energy_per_image_joules` or `energy_per_video_joules`).
     variants: Mapping[str, Mapping[str, str]]
@@ -128,6 +130,7 @@ LLM = Kind(
     called="LLM or MLLM",
     article="an",
     table=ConfigurationRow,
+    row_type=LlmRow,
     variants={"text": _same(*LLM_NUMBERS)},
     variant_of=lambda _row: "text",
     variant_column=None,
@@ -150,6 +153,7 @@ DIFFUSION = Kind(
     called="diffusion",
     article="a",
     table=DiffusionConfigurationRow,
+    row_type=DiffusionRow,
     variants={
         "image": _same(*DIFFUSION_COMMON)
         | {
@@ -195,7 +199,7 @@ DIFFUSION = Kind(
     checks_identities=False,
 )
 KINDS = (LLM, DIFFUSION)
-BY_TABLE: dict[Table, Kind] = {kind.table: kind for kind in KINDS}
+BY_ROW_TYPE: dict[type[Row], Kind] = {kind.row_type: kind for kind in KINDS}
 
 
 def kind_of(*architectures: str | None) -> Kind:
@@ -205,4 +209,4 @@ def kind_of(*architectures: str | None) -> Kind:
 
 
 def kind_of_row(row: Row) -> Kind:
-    return BY_TABLE[type(row)]
+    return BY_ROW_TYPE[type(row)]

@@ -8,15 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.kinds import Table
+from db.kinds import Kind
+from db.rows import Row, columns
 from db.tables import (
-    ConfigurationRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
+    ReleaseFileRow,
     ReleaseRow,
     SourceRow,
     TaskRow,
@@ -69,15 +70,55 @@ async def releases(session: AsyncSession) -> list[ReleaseRow]:
     return list(await session.scalars(query))
 
 
+async def release_files(session: AsyncSession, *, release_id: int) -> list[ReleaseFileRow]:
+    """A release's files (path, size, digest), by path."""
+    query = select(ReleaseFileRow).where(ReleaseFileRow.release_id == release_id)
+    return list(await session.scalars(query.order_by(ReleaseFileRow.path)))
+
+
 async def model_tasks(session: AsyncSession, *, release_id: int) -> list[ModelTaskRow]:
     """The release's models' per-task files, in ingest order."""
     query = select(ModelTaskRow).join(ModelRow).where(ModelRow.release_id == release_id)
     return list(await session.scalars(query.order_by(ModelTaskRow.id)))
 
 
-async def all_configurations(
-    session: AsyncSession, *, release_id: int, table: Table = ConfigurationRow
-) -> list[Any]:
-    """Every configuration of the release in one table, in upstream order (task, then file row)."""
-    query = select(table).where(table.release_id == release_id)
-    return list(await session.scalars(query.order_by(table.task_id, table.task_row)))
+async def all_configurations(session: AsyncSession, *, release_id: int, kind: Kind) -> list[Row]:
+    """Every configuration of the release of one kind, in upstream order (task, then file row),
+    as the kind's row objects (db.rows): no ORM, histograms as their JSON text."""
+    table = kind.table
+    selected = [
+        cast(getattr(table, name.removesuffix("_json")), Text)
+        if name.endswith("_json")
+        else getattr(table, name)
+        for name in columns(kind.row_type)
+    ]
+    query = select(*selected).where(table.release_id == release_id)
+    result = await session.execute(query.order_by(table.task_id, table.task_row))
+    make = kind.row_type
+    return [make(*values) for values in result]
+
+
+async def configuration_versions(
+    session: AsyncSession, *, kind: Kind, key: str
+) -> list[tuple[ReleaseRow, Any, str]]:
+    """Every release's row of the configuration with this key: (release, row, model id)."""
+    table = kind.table
+    query = (
+        select(ReleaseRow, table, ModelRow.model_id)
+        .join(table, table.release_id == ReleaseRow.id)
+        .join(ModelRow, ModelRow.id == table.model_id)
+        .where(table.key == key)
+    )
+    return [(release, row, model_id) for release, row, model_id in await session.execute(query)]
+
+
+async def release_by_key(session: AsyncSession, *, prefix: str) -> ReleaseRow | None:
+    """The release whose digest starts with `prefix` (hex), if exactly one does."""
+    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+        return None
+    found = list(
+        await session.scalars(
+            select(ReleaseRow).where(ReleaseRow.digest.startswith(prefix)).limit(2)
+        )
+    )
+    return found[0] if len(found) == 1 else None

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from db.errors import IngestError
 
 Measure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1)]
+# A parallelism degree: files before 2025-12-15 write 0 where a degree does not apply.
+Degree = Annotated[int, Field(ge=0)]
+# Names that become parts of paths (tasks/{task}.json, models/{org}__{name}__{task}.json):
+# letters, digits, dots, dashes and underscores; a model id is "org/name".
+TaskName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+ModelId = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"),
+]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+def _calendar_date(value: str) -> str:
+    """A YYYY-MM-DD date that exists (the release order sorts on it)."""
+    try:
+        parsed = datetime.date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a date written YYYY-MM-DD") from None
+    if parsed.isoformat() != value:
+        raise ValueError(f"{value!r} is not a date written YYYY-MM-DD")
+    return value
+
+
+Date = Annotated[str, AfterValidator(_calendar_date)]
 
 
 class _Strict(BaseModel):
@@ -22,7 +55,7 @@ class _Open(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
 
-class Histogram(_Strict):
+class Histogram(_Open):
     bins: list[Annotated[float, Field(allow_inf_nan=False)]]
     counts: list[Annotated[int, Field(ge=0)]]
 
@@ -36,7 +69,7 @@ class Histogram(_Strict):
 
 
 class IndexModel(_Open):
-    nickname: str
+    nickname: Name
     total_params_billions: Measure
     activated_params_billions: Measure
     architecture: str | None = None
@@ -44,34 +77,36 @@ class IndexModel(_Open):
 
 
 class UpstreamIndex(_Open):
-    last_updated: str
-    tasks: list[str]
+    last_updated: Date
+    tasks: list[TaskName]
     architectures: dict[str, list[str]]
-    models: dict[str, IndexModel]
+    models: dict[ModelId, IndexModel]
 
 
 class TaskRow(_Open):
     """The fields every task-file row has, whatever the task."""
 
-    model_id: str
-    nickname: str
-    gpu_model: str
+    model_id: ModelId
+    nickname: Name
+    gpu_model: Name
     num_gpus: Count
     avg_power_watts: Measure
     total_params_billions: Measure
     activated_params_billions: Measure
-    weight_precision: str
+    # Diffusion rows before 2025-12-15 do not repeat it.
+    weight_precision: str | None = None
 
 
 class LlmTaskRow(TaskRow):
     """A row of an LLM or MLLM task file (lm-arena-chat, gpqa, sourcegraph-fim, image-chat, ...)."""
 
     max_num_seqs: Count
-    tensor_parallel: Count
-    data_parallel: Count
-    expert_parallel: Count
+    tensor_parallel: Degree
+    data_parallel: Degree
+    expert_parallel: Degree
     avg_batch_size: Measure
-    avg_output_len: Measure
+    # Absent before 2025-12-17: energy_per_request_joules ÷ energy_per_token_joules then.
+    avg_output_len: Measure | None = None
     energy_per_request_joules: Measure
     energy_per_token_joules: Measure
     median_itl_ms: Measure
@@ -86,8 +121,8 @@ class DiffusionTaskRow(TaskRow):
     batch_size: Count
     batch_latency_s: Measure
     inference_steps: Count
-    ulysses_degree: Count
-    ring_degree: Count
+    ulysses_degree: Degree
+    ring_degree: Degree
 
 
 class ImageTaskRow(DiffusionTaskRow):
@@ -120,29 +155,29 @@ MODEL_FACTS = (
 )
 
 
-class TaskFile(_Strict):
-    task: str
-    task_display_name: str
+class TaskFile(_Open):
+    task: TaskName
+    task_display_name: Name
     architecture: str | None = None
     configurations: list[dict[str, Any]]
 
 
-class Parallelization(_Strict):
-    tensor_parallel: Count
-    data_parallel: Count
-    expert_parallel: Count
+class Parallelization(_Open):
+    tensor_parallel: Degree
+    data_parallel: Degree
+    expert_parallel: Degree
     notes: str = ""
 
 
-class DiffusionParallelization(_Strict):
-    ulysses_degree: Count
-    ring_degree: Count
+class DiffusionParallelization(_Open):
+    ulysses_degree: Degree
+    ring_degree: Degree
 
 
 class ModelFileRow(_Open):
     """What every row of a per-model file has."""
 
-    gpu_model: str
+    gpu_model: Name
     num_gpus: Count
 
 
@@ -162,8 +197,8 @@ class DiffusionModelFileConfiguration(ModelFileRow):
 
 
 class ModelFile(_Open):
-    model_id: str
-    task: str
+    model_id: ModelId
+    task: TaskName
     output_length_distribution: Histogram | None = None
     configurations: list[dict[str, Any]]
 

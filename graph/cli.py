@@ -1,4 +1,5 @@
-"""The `leadgreen` command: serve, ingest, export-schema."""
+"""The `leadgreen` command: ingest (a snapshot, or the upstream history), serve, export,
+export-schema: each a thin layer over a function of db or graph.server."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import reads
 from db.engine import create_engine, create_tables, sessionmaker
 from db.errors import IngestError
-from db.export import export_documents
+from db.files import ExportError, release_files, write_files
+from db.history import Commit
 from db.ingest import IngestReport, ingest
+from db.replay import ingest_history
 from db.snapshot import load_manifest, load_snapshot
 from graph.settings import Settings
 
@@ -60,6 +62,27 @@ async def run_ingest(
         await engine.dispose()
 
 
+async def run_history(settings: Settings, git_dir: Path) -> list[IngestReport]:
+    """Ingest every data commit of the repository at `git_dir`, showing progress."""
+    engine = create_engine(settings.database_url)
+    manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)
+
+    def progress(n: int, of: int, commit: Commit) -> None:
+        click.echo(f"[{n}/{of}] {commit.sha[:12]} {commit.date[:10]} {commit.subject}")
+
+    reports = []
+    try:
+        await create_tables(engine)
+        async for report in ingest_history(
+            sessionmaker(engine), git_dir, manifest, raw, str(settings.manifest), progress=progress
+        ):
+            _report(report)
+            reports.append(report)
+    finally:
+        await engine.dispose()
+    return reports
+
+
 def _report(report: IngestReport) -> None:
     click.echo(report.summary())
     for warning in report.warnings:
@@ -84,12 +107,26 @@ def main() -> None:
 
 @main.command("ingest")
 @click.argument("source", required=False)
+@click.option(
+    "--history",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A local clone (bare or not) of the upstream repository: one release per commit that "
+    "changed public/data, oldest first (instead of SOURCE).",
+)
 @manifest_option
 @database_option
-def ingest_command(source: str | None, manifest: Path | None, database_url: str | None) -> None:
-    """Ingest SOURCE (a directory or http(s) base URL in the upstream layout) as a release."""
+def ingest_command(
+    source: str | None, history: Path | None, manifest: Path | None, database_url: str | None
+) -> None:
+    """Ingest SOURCE (a directory or http(s) base URL in the upstream layout) as a release,
+    or with --history every commit of the upstream repository."""
+    if source is not None and history is not None:
+        raise click.UsageError("give SOURCE or --history, not both")
     settings = _settings(manifest=manifest, database_url=database_url, source=source)
     try:
+        if history is not None:
+            asyncio.run(run_history(settings, history))
+            return
         report = asyncio.run(run_ingest(settings, settings.source))
     except (IngestError, SQLAlchemyError, OSError) as exc:
         _fail(exc)
@@ -132,7 +169,7 @@ def serve(**options: Any) -> None:
     )
 
 
-async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, Any]]:
+async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, bytes]]:
     engine = create_engine(settings.database_url)
     try:
         async with sessionmaker(engine)() as session:
@@ -145,24 +182,31 @@ async def run_export(settings: Settings, release: int | None) -> tuple[int, dict
                 raise click.ClickException(
                     f"no release {release}" if release is not None else "the database is empty"
                 )
-            return row.id, await export_documents(session, release_id=row.id)
+            try:
+                return row.id, await release_files(session, release_id=row.id)
+            except ExportError as exc:
+                raise click.ClickException(str(exc)) from None
     finally:
         await engine.dispose()
 
 
 @main.command("export")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--release", type=int, help="Release id (default: the latest).")
+@click.option("--release", type=int, help="Release number (default: the latest).")
+@click.option("--replace", is_flag=True, help="Replace DIRECTORY if it is not empty.")
 @database_option
-def export_command(directory: Path, release: int | None, database_url: str | None) -> None:
-    """Write a release in the upstream layout (index.json, tasks/, models/) to DIRECTORY."""
+def export_command(
+    directory: Path, release: int | None, replace: bool, database_url: str | None
+) -> None:
+    """Write a release's files, byte for byte as published, to DIRECTORY (index.json, tasks/,
+    models/). DIRECTORY must be new or empty (or --replace); it is written whole or not at all."""
     settings = _settings(database_url=database_url)
-    release_id, documents = asyncio.run(run_export(settings, release))
-    for path, document in documents.items():
-        target = directory / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
-    click.echo(f"exported release {release_id}: {len(documents)} files to {directory}")
+    release_id, files = asyncio.run(run_export(settings, release))
+    try:
+        write_files(files, directory, replace=replace)
+    except (ExportError, IngestError, OSError) as exc:
+        raise click.ClickException(f"export failed: {exc}; {directory} is as it was") from None
+    click.echo(f"exported release {release_id}: {len(files)} files to {directory}")
 
 
 @main.command("export-schema")

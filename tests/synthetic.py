@@ -155,7 +155,7 @@ def manifest() -> dict[str, Any]:
             "retrieved": "2030-01-03",
             "licence": "CC0-1.0",
             "licence_evidence": ["written for these tests"],
-            "workload": "Chat",
+            "workload": "Chat (lm-arena-chat)",
             "method": "invented",
             "selection": "none",
             "cite": "nobody",
@@ -184,3 +184,30 @@ def write(root: Path, files: dict[str, Any]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     return root
+
+
+def configuration_ids(
+    task: str, rows: list[dict[str, Any]], settings: tuple[str, ...]
+) -> list[str]:
+    """The global ids the API gives `rows` of `task`, in order: the task, model, GPU type and
+    count, the `settings` of the run, and the place among rows alike in all of these (written
+    here on their own, not with LeadGreen's code)."""
+    seen: dict[tuple[Any, ...], int] = {}
+    ids = []
+    for row in rows:
+        alike = (row["model_id"], row["gpu_model"], row["num_gpus"], *(row[s] for s in settings))
+        place = seen.get(alike, 0)
+        seen[alike] = place + 1
+        rest = ",".join(f"{s}={row[s]}" for s in settings)
+        gpus = f"{row['gpu_model']}x{row['num_gpus']}"
+        ids.append(f"Configuration:{task}:{row['model_id']}:{gpus}:{rest}:{place}")
+    return ids
+
+
+# The global ids of ROWS, in order.
+IDS = configuration_ids(TASK, ROWS, ("max_num_seqs",))
+
+
+def configuration_id(n: int) -> str:
+    """The global id of the n-th row of ROWS, counted from 1."""
+    return IDS[n - 1]

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from graph.server.app import create_app
+from tests import synthetic
 
 pytestmark = pytest.mark.anyio
 
@@ -272,7 +273,7 @@ async def test_a_batch_over_the_maximum(synthetic_db, settings) -> None:
         many = await client.post("/graphql", json=[{"query": GPUS}] * 50)
         few = await client.post(
             "/graphql",
-            json=[{"query": GPUS}, {"query": "{ nope }"}, {"query": "{ __typename }"}],
+            json=[{"query": GPUS}, {"query": "{ qqq }"}, {"query": "{ __typename }"}],
             headers={"accept": JSON},
         )
     assert many.status_code == 400
@@ -514,14 +515,14 @@ async def test_a_document_that_does_not_validate(synthetic_db, client) -> None:
 
     async def check(case: tuple[str, int]) -> None:
         accept, status = case
-        response = await post(client, accept, query="{ nope }")
+        response = await post(client, accept, query="{ qqq }")
         assert_request_error(
             response,
             accept,
             status,
             [
                 {
-                    "message": "Cannot query field 'nope' on type 'Query'.",
+                    "message": "Cannot query field 'qqq' on type 'Query'.",
                     "locations": [{"line": 1, "column": 3}],
                     "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"},
                 }
@@ -584,7 +585,10 @@ async def assert_not_issued(client: httpx.AsyncClient, bad: str) -> None:
 async def test_a_tampered_cursor(synthetic_db, client) -> None:
     """Every way of breaking an issued cursor is refused with BAD_USER_INPUT (the README)."""
     first = (await post(client, GQL, query=PAGE)).json()
-    assert first["data"]["configurations"]["nodes"] == [{"id": "1"}, {"id": "2"}]
+    assert first["data"]["configurations"]["nodes"] == [
+        {"id": synthetic.configuration_id(1)},
+        {"id": synthetic.configuration_id(2)},
+    ]
     cases = tampered(await issued_cursor(client))
     del cases["not base64"], cases["empty"]  # next tests
     await each(cases, lambda bad: assert_not_issued(client, bad))

@@ -272,9 +272,22 @@ async def test_release_parameter_selects_another_release(
     # Alternating releases does not mix their files up.
     assert (await client.get(f"/data/tasks/{TASK}.json")).json() == LATER[f"tasks/{TASK}.json"]
 
+    # No manifest describes the earlier data: its index is its own (its lm-arena-chat models,
+    # the GPUs they were measured on), and claims none of the manifest's statements.
     index = assert_json_ok(await client.get(f"/api/v1/index.json?release={earlier}"))
-    assert (index["version"], index["models"]) == (None, [])
+    rows = EARLIER_FILES[f"tasks/{TASK}.json"]["configurations"]
+    gpus: dict[str, set[str]] = {}
+    for row in rows:
+        gpus.setdefault(row["model_id"], set()).add(row["gpu_model"])
+    assert (index["version"], index["updated"], index["data_version"]) == (None, None, None)
+    assert [(m["model_id"], m["gpus"], m["url"], m["page"]) for m in index["models"]] == [
+        (model_id, sorted(names), None, None) for model_id, names in gpus.items()
+    ]
+    seed_source = SEED_DOC["source"]
     assert index["source"]["compiled"] == "2025-12-17"
+    assert index["source"]["retrieved"] != seed_source["retrieved"]
+    for statement in ("released", "version", "licence", "licence_evidence", "configurations"):
+        assert index["source"][statement] is None
     assert assert_json_ok(await client.get(f"/api/v1/index.json?release={later}")) == SEED_DOC
 
     earlier_rows = [
@@ -293,8 +306,14 @@ async def test_unknown_release_is_a_json_404(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
     release = (await ingest_dir(engine, SNAPSHOT, SEED)).release_id
-    for query in (str(release + 1), "0", "-1", "latest"):
+    for query in (str(release + 1), "0", "999999999"):
         for path in ("/api/v1/index.json", "/api/v1/models/qwen-3-8b.json", "/data/index.json"):
             assert_not_found(await client.get(f"{path}?release={query}"), "release")
+    # What is not a release number is a 400 that says so, whatever it is.
+    for query in ("-1", "latest", "²", "1.0", "99999999999999999999999", "%00", "1 "):
+        for path in ("/api/v1/index.json", "/api/v1/models/qwen-3-8b.json", "/data/index.json"):
+            response = await client.get(path, params={"release": query})
+            assert response.status_code == 400, (path, query)
+            assert response.json()["error"]["code"] == "BAD_USER_INPUT"
     # An empty value means no choice: the latest release.
     assert (await client.get("/data/index.json?release=")).status_code == 200

@@ -55,7 +55,7 @@ QUERIES = [(MODEL_PAGE, {"slug": slug}) for slug in [*SLUGS, "deepseek-v3-1", "n
             fittedCurves { task gpuModel runs medianItlMs { unit method fit { k r2: rSquared }
             measured { batchSize mean runs } estimate(batchSize: 48) { value method } } }
             facets { task { name } gpus batchSizes metrics { metric unit minimum maximum } }
-            releases { id lastUpdated identityChecks { identity rows } } tasks { name } }""",
+            releases { number lastUpdated identityChecks { identity rows } } tasks { name } }""",
         None,
     ),
 ]

@@ -1,23 +1,25 @@
-"""Round trips: what was ingested exports as files JSON-equal to the published ones.
+"""Round trips: what was ingested exports byte for byte as it was published, written safely.
 
 Each snapshot in ../shared/data is ingested into a fresh database (SQLite and PostgreSQL),
-exported with `db.export.export_documents` and compared, file by file, with the originals
-read here with `json`. The CLI (`leadgreen export`) is checked on SQLite.
+read back with `db.files.release_files` and compared, file by file, with the originals' bytes.
+The CLI (`leadgreen export`) is checked on SQLite: byte-identical files, a new or empty folder
+only (or --replace), no link followed, nothing left half-written when a write fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import create_engine, create_tables, sessionmaker
-from db.export import export_documents
+from db.files import release_files
 from graph.cli import main
 from tests.conftest import EARLIER, SEED, SNAPSHOT, ingest_dir
 
@@ -26,10 +28,10 @@ pytestmark = pytest.mark.anyio
 ORPHAN = "models/nvidia__NVIDIA-Nemotron-Nano-12B-v2-VL-BF16__video-chat.json"
 
 
-def read_files(root: Path) -> dict[str, Any]:
-    """Every JSON file under `root`, by its path relative to it, parsed."""
+def read_files(root: Path) -> dict[str, bytes]:
+    """Every file under `root`, by its path relative to it, as bytes."""
     return {
-        path.relative_to(root).as_posix(): json.loads(path.read_text())
+        path.relative_to(root).as_posix(): path.read_bytes()
         for path in root.rglob("*")
         if path.is_file()
     }
@@ -46,7 +48,7 @@ CASES = {
 def test_the_snapshots_hold_the_files_the_round_trip_expects() -> None:
     """Counted on the directories: 62 and 63 model files, plus index.json and 7 task files."""
     for files, models in ((LATER_FILES, 62), (EARLIER_FILES, 63)):
-        tasks = files["index.json"]["tasks"]
+        tasks = json.loads(files["index.json"])["tasks"]
         assert len(tasks) == 7
         assert sorted(p for p in files if not p.startswith("models/")) == sorted(
             ["index.json", *(f"tasks/{t}.json" for t in tasks)]
@@ -58,27 +60,14 @@ def test_the_snapshots_hold_the_files_the_round_trip_expects() -> None:
     assert set(LATER_FILES) < set(EARLIER_FILES)
 
 
-def typed(value: Any) -> Any:
-    """`value` with every scalar tagged by its type, so 1 and 1.0 (or 1 and True) differ."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return (type(value).__name__, value)
-
-
-def assert_same_files(exported: dict[str, Any], published: dict[str, Any]) -> None:
+def assert_same_files(exported: dict[str, bytes], published: dict[str, bytes]) -> None:
     assert sorted(exported) == sorted(published)
-    # Compared through a JSON text round trip, so what a client would read is compared; an
-    # integer stays an integer and a float a float.
-    as_read = {p: json.loads(json.dumps(document)) for p, document in exported.items()}
-    assert [p for p in published if as_read[p] != published[p]] == []
-    assert [p for p in published if typed(as_read[p]) != typed(published[p])] == []
+    assert [p for p in published if exported[p] != published[p]] == []
 
 
-async def export(engine: AsyncEngine, release_id: int) -> dict[str, Any]:
+async def export(engine: AsyncEngine, release_id: int) -> dict[str, bytes]:
     async with sessionmaker(engine)() as session:
-        return await export_documents(session, release_id=release_id)
+        return await release_files(session, release_id=release_id)
 
 
 @pytest.mark.parametrize("snapshot", sorted(CASES))
@@ -157,3 +146,54 @@ def test_cli_export_of_an_unknown_release_fails_cleanly(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert f"no release {release + 1}" in result.output
     assert not target.exists()
+
+
+@pytest.fixture
+def exported_db(tmp_path: Path) -> Path:
+    db = tmp_path / "leadgreen.db"
+    ingest_sync(f"sqlite+aiosqlite:///{db}", SNAPSHOT, SEED)
+    return db
+
+
+def test_cli_export_refuses_a_folder_that_is_not_empty(tmp_path: Path, exported_db: Path) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "mine.txt").write_text("keep me")
+    refused = CliRunner().invoke(main, ["export", str(target), "--database-url", str(exported_db)])
+    assert refused.exit_code != 0 and "is not empty" in refused.output
+    assert read_files(target) == {"mine.txt": b"keep me"}
+    replaced = CliRunner().invoke(
+        main, ["export", str(target), "--replace", "--database-url", str(exported_db)]
+    )
+    assert replaced.exit_code == 0, replaced.output
+    assert_same_files(read_files(target), LATER_FILES)
+
+
+def test_cli_export_never_writes_through_a_link(tmp_path: Path, exported_db: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    link = tmp_path / "out"
+    link.symlink_to(elsewhere, target_is_directory=True)
+    result = CliRunner().invoke(main, ["export", str(link), "--database-url", str(exported_db)])
+    assert result.exit_code != 0 and "is a link" in result.output
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_failed_write_leaves_nothing_half_written(
+    tmp_path: Path, exported_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk on the tenth file: the target is not created, no staging folder is left."""
+    real_open, opened = os.open, 0
+
+    def full_disk(path: str, flags: int, mode: int = 0o777, **kwargs: object) -> int:
+        nonlocal opened
+        opened += 1
+        if opened == 10:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, mode, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", full_disk)
+    target = tmp_path / "out"
+    result = CliRunner().invoke(main, ["export", str(target), "--database-url", str(exported_db)])
+    assert result.exit_code != 0 and "No space left" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leadgreen.db"]

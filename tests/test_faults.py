@@ -321,7 +321,7 @@ async def test_a_database_that_does_not_answer(proxied) -> None:
 
 # source.release and three tables' values: what a mix of two releases would show.
 READ = """{
-  source { release { id lastUpdated } }
+  source { release { number lastUpdated } }
   configurations(first: 50) { totalCount nodes { id modelId maxNumSeqs energyPerTokenJoules } }
   models { slug configurations { maxNumSeqs energyPerTokenJoules } }
   leaderboard(constraints: { maxItlMs: null }) { entries { rank energyJoules model { slug } } }
@@ -386,7 +386,7 @@ async def test_an_ingest_while_clients_read(
     settings = Settings(database_url=database_url, manifest=None, **variant)
     async with serving(settings) as client:
         before = await read(client)
-        assert before["source"]["release"] == {"id": 1, "lastUpdated": "2030-01-02"}
+        assert before["source"]["release"] == {"number": 1, "lastUpdated": "2030-01-02"}
         answers: list[dict[str, Any]] = []
         done = asyncio.Event()
 
@@ -402,18 +402,18 @@ async def test_an_ingest_while_clients_read(
         ingested = time.monotonic() - ingesting
         # Read on until the new release is served (within the poll interval), and a bit more.
         deadline = time.monotonic() + settings.release_poll_seconds + 5
-        while not any(a["source"]["release"]["id"] == 2 for a in answers[-16:]):
+        while not any(a["source"]["release"]["number"] == 2 for a in answers[-16:]):
             assert time.monotonic() < deadline, "the new release was never served"
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)
         done.set()
         await asyncio.gather(*readers)
         after = await read(client)
-    assert after["source"]["release"] == {"id": 2, "lastUpdated": "2030-02-01"}
+    assert after["source"]["release"] == {"number": 2, "lastUpdated": "2030-02-01"}
     assert after["configurations"]["totalCount"] == 280
     mixed = [a for a in answers if a != before and a != after]
     assert not mixed, f"{len(mixed)} of {len(answers)} answers mix two releases: {mixed[0]}"
-    seen = {a["source"]["release"]["id"] for a in answers}
+    seen = {a["source"]["release"]["number"] for a in answers}
     assert seen == {1, 2}, (seen, len(answers), ingested)
 
 

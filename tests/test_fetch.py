@@ -96,7 +96,8 @@ async def test_url_gives_the_same_snapshot_as_the_directory(
 
     assert from_url.digest == from_dir.digest
     assert from_url.index == from_dir.index
-    assert from_url.tasks == from_dir.tasks
+    assert from_url.files == from_dir.files
+    assert from_url.tasks() == from_dir.tasks()
     assert from_url.location == server.url
     assert from_url.warnings == []
     assert {path: server.count(path) for path in ALL_FILES} == dict.fromkeys(ALL_FILES, 1)
@@ -119,14 +120,14 @@ async def test_ingest_from_url_serves_the_same_data_as_from_directory(
     report = await ingest_dir(engine, server.url)
     assert not report.unchanged
     data = await make_execute(engine, settings)(
-        """{ source { name dataUrl release { id location digest } }
+        """{ source { name dataUrl release { number location digest } }
              configurations(first: 50) { nodes { modelId gpuModel maxNumSeqs
                energyPerTokenJoules medianItlMs } } }"""
     )
     assert data["source"] == {
         "name": "ML.ENERGY Leaderboard",
-        "dataUrl": server.url,
-        "release": {"id": report.release_id, "location": server.url, "digest": report.digest},
+        "dataUrl": f"{server.url}/tasks/lm-arena-chat.json",
+        "release": {"number": report.release_id, "location": server.url, "digest": report.digest},
     }
     assert data["configurations"]["nodes"] == [
         {
@@ -157,7 +158,7 @@ async def test_ingest_from_url_failing_midway_changes_nothing(
     fast_defaults: None,
 ) -> None:
     await ingest_dir(engine, snapshot_root)
-    query = "{ source { release { id digest } } configurations(first: 50) { nodes { id } } }"
+    query = "{ source { release { number digest } } configurations(first: 50) { nodes { id } } }"
     before = await make_execute(engine, settings)(query)
 
     # Another snapshot on the server, whose second model file is never served.
@@ -329,7 +330,7 @@ async def test_invalid_json_names_line_and_column(server: SnapshotServer) -> Non
 async def test_invalid_json_in_a_snapshot(server: SnapshotServer, fast_defaults: None) -> None:
     server.fail(TINY, Fault.send(b'{"model_id": "acme/Tiny-1B", '))
     with pytest.raises(IngestError) as info:
-        await load_snapshot(server.url)
+        (await load_snapshot(server.url)).tasks()
     assert str(info.value) == (
         f"{TINY}: malformed JSON: Expecting property name enclosed in double quotes "
         "at line 1 column 30"
@@ -357,7 +358,7 @@ async def test_validation_over_http_names_file_row_and_field(
     files[TASK_FILE]["configurations"][3]["energy_per_token_joules"] = -1.0
     synthetic.write(snapshot_root, files)
     with pytest.raises(IngestError) as info:
-        await load_snapshot(server.url)
+        (await load_snapshot(server.url)).tasks()
     assert str(info.value) == (
         f"{TASK_FILE}, row 3, field 'configurations[3].energy_per_token_joules': "
         "Input should be greater than or equal to 0 (got -1.0)"
@@ -399,7 +400,7 @@ async def test_ingest_from_unreachable_url_changes_nothing(
     fast_defaults: None,
 ) -> None:
     first = await ingest_dir(engine, snapshot_root)
-    query = "{ source { release { id digest } } configurations(first: 50) { totalCount } }"
+    query = "{ source { release { number digest } } configurations(first: 50) { totalCount } }"
     before = await make_execute(engine, settings)(query)
     with pytest.raises(IngestError, match=r"^index\.json: unreachable: "):
         await ingest_dir(engine, f"http://127.0.0.1:{closed_port}/data")

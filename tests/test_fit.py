@@ -23,6 +23,9 @@ from analysis.fit import (
 BATCHES = [8, 16, 32, 64, 128, 256, 512, 1024]
 
 
+OUTSIDE = "interpolation stops at the batch sizes measured"
+
+
 def approx(value: Logistic, rel: float = 1e-6) -> Logistic:
     """`value` with each parameter wrapped in pytest.approx, for comparing whole values."""
     return Logistic(*(pytest.approx(p, rel=rel, abs=1e-9) for p in vars(value).values()))
@@ -57,14 +60,18 @@ def test_empty_input_has_no_fit_and_no_estimate() -> None:
     curve = fit_curve([])
     assert curve == Curve(measured=(), fit=None)
     assert curve.method is Method.INTERPOLATION
-    assert curve.estimate(64) == Estimate(64, None, Method.INTERPOLATION, extrapolated=True)
+    assert curve.estimate(64) == Estimate(
+        64, None, Method.INTERPOLATION, extrapolated=True, reason=OUTSIDE
+    )
 
 
 def test_a_single_point_is_its_own_estimate_and_nothing_else() -> None:
     curve = fit_curve([(64, 500.0)])
     assert curve == Curve(measured=(Measured(64, (500.0,)),), fit=None)
     assert curve.estimate(64) == Estimate(64, 500.0, Method.INTERPOLATION, extrapolated=False)
-    assert curve.estimate(65) == Estimate(65, None, Method.INTERPOLATION, extrapolated=True)
+    assert curve.estimate(65) == Estimate(
+        65, None, Method.INTERPOLATION, extrapolated=True, reason=OUTSIDE
+    )
 
 
 def test_three_batch_sizes_interpolate_linearly_in_log2() -> None:
@@ -80,7 +87,9 @@ def test_three_batch_sizes_interpolate_linearly_in_log2() -> None:
     assert curve.estimate(24) == Estimate(
         24, 200.0 + 100.0 * (math.log2(24) - 4), Method.INTERPOLATION, extrapolated=False
     )
-    assert curve.estimate(4) == Estimate(4, None, Method.INTERPOLATION, extrapolated=True)
+    assert curve.estimate(4) == Estimate(
+        4, None, Method.INTERPOLATION, extrapolated=True, reason=OUTSIDE
+    )
 
 
 def test_repeated_runs_are_averaged_for_interpolation_and_fitted_as_runs() -> None:
@@ -159,3 +168,19 @@ def test_batch_sizes_must_be_positive(bad: float) -> None:
 def test_fit_logistic_refuses_too_few_batch_sizes() -> None:
     with pytest.raises(ValueError, match="at least 4 distinct batch sizes"):
         fit_logistic([8, 8, 16, 32], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_no_estimate_a_metric_cannot_physically_take() -> None:
+    """A throughput curve whose fit falls below 0 at small batches: the estimate there is
+    null with the reason, inside the measured range or outside it; a latency never 0."""
+    from analysis.fit import Bound, Logistic, fit_curve
+
+    truth = Logistic(b0=-500.0, amplitude=3000.0, k=1.0, x0=4.0)
+    curve = fit_curve((b, truth.at(b)) for b in (8, 16, 32, 64, 128, 256))
+    assert curve.method is Method.FIT
+    low = curve.estimate(1, Bound())
+    assert (low.value, low.method, low.extrapolated) == (None, Method.FIT, True)
+    assert low.reason is not None and "cannot be (it is ≥ 0)" in low.reason
+    assert curve.estimate(64, Bound()).value == pytest.approx(truth.at(64))
+    assert curve.estimate(1).value == pytest.approx(truth.at(1))  # no bound asked: the fit
+    assert not Bound(0.0, strict=True).admits(0.0) and Bound().admits(0.0)

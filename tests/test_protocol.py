@@ -29,7 +29,7 @@ GPUS_ANSWER = {
 }
 UNKNOWN_FIELD = [
     {
-        "message": "Cannot query field 'nope' on type 'Query'.",
+        "message": "Cannot query field 'qqq' on type 'Query'.",
         "locations": [{"line": 1, "column": 3}],
         "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"},
     }
@@ -77,7 +77,7 @@ async def test_the_media_type_follows_accept(synthetic_db, settings, accept, med
 @pytest.mark.parametrize(
     ("query", "variables", "errors"),
     [
-        ("{ nope }", None, UNKNOWN_FIELD),
+        ("{ qqq }", None, UNKNOWN_FIELD),
         (
             "query ($n: Int!) { configurations(first: $n) { totalCount } }",
             {"n": None},
@@ -330,7 +330,7 @@ async def test_a_url_past_the_cap_is_414(synthetic_db, settings) -> None:
 
 
 async def test_batches_when_enabled(synthetic_db, settings) -> None:
-    batch = [{"query": GPUS}, {"query": "{ nope }"}]
+    batch = [{"query": GPUS}, {"query": "{ qqq }"}]
     async with serve(settings, batch_max=2) as client:
         answered = await client.post("/graphql", json=batch)
         too_many = await client.post("/graphql", json=[*batch, {"query": GPUS}])

@@ -1,6 +1,7 @@
 """Leaderboards, Pareto frontiers, comparisons and energy units through the schema, whole answers.
 
-The answers run on the small synthetic snapshot (tests/synthetic.py; ids 1..7 in file order):
+The answers run on the small synthetic snapshot (tests/synthetic.py; rows 1..7 in file order,
+each configuration's global id `lid(n)`):
 
     id model          GPU     n  energy/token  median ITL  throughput
     1  tiny-1b        H100    1  0.5           10          800
@@ -119,6 +120,25 @@ def image_documents() -> dict[str, Any]:
     return files
 
 
+IMAGE_SETTINGS = ("batch_size", "inference_steps", "image_height", "image_width")
+LLM_IDS = synthetic.IDS
+IMAGE_IDS = synthetic.configuration_ids(
+    "text-to-image", [_image_row(*row) for row in IMAGE_ROWS], IMAGE_SETTINGS
+)
+# Row numbers (from 1) by global id, LLM rows and image rows.
+NUMBER = {id: n for ids in (LLM_IDS, IMAGE_IDS) for n, id in enumerate(ids, start=1)}
+
+
+def lid(n: int) -> str:
+    """The global id of LLM row n (from 1)."""
+    return LLM_IDS[n - 1]
+
+
+def iid(n: int) -> str:
+    """The global id of image row n (from 1)."""
+    return IMAGE_IDS[n - 1]
+
+
 _NOT_IN_MODEL_FILE = {
     "model_id",
     "nickname",
@@ -178,7 +198,7 @@ def entry(rank: int, slug: str, id: int, energy: float, latency: float, ratio: f
         "latencyMs": latency,
         "ratioToBest": ratio,
         "model": {"slug": slug},
-        "configuration": {"id": str(id)},
+        "configuration": {"id": lid(id)},
     }
 
 
@@ -233,7 +253,8 @@ async def test_leaderboard_constraints(execute: Execute, arguments, expected) ->
         "{ entries { model { slug } configuration { id } } } }"
     )
     assert [
-        (e["model"]["slug"], int(e["configuration"]["id"])) for e in data["leaderboard"]["entries"]
+        (e["model"]["slug"], NUMBER[e["configuration"]["id"]])
+        for e in data["leaderboard"]["entries"]
     ] == expected
 
 
@@ -257,12 +278,12 @@ async def test_leaderboard_ranked_by_energy_per_response(execute: Execute) -> No
 FRONTIER = "model { slug } gpuModel candidates configurations { id }"
 
 
-def frontier(slug: str | None, gpu: str | None, candidates: int, ids: list[int]):
+def frontier(slug: str | None, gpu: str | None, candidates: int, rows: list[int], image=False):
     return {
         "model": None if slug is None else {"slug": slug},
         "gpuModel": gpu,
         "candidates": candidates,
-        "configurations": [{"id": str(i)} for i in ids],
+        "configurations": [{"id": iid(i) if image else lid(i)} for i in rows],
     }
 
 
@@ -298,7 +319,7 @@ async def test_is_pareto_optimal_flag(execute: Execute) -> None:
              gpu: isParetoOptimal(scope: GPU) p99: isParetoOptimal(itlPercentile: P99) } } }"""
     )
     flags = {
-        int(n["id"]): (n["isParetoOptimal"], n["global"], n["gpu"], n["p99"])
+        NUMBER[n["id"]]: (n["isParetoOptimal"], n["global"], n["gpu"], n["p99"])
         for n in data["configurations"]["nodes"]
     }
     assert flags == {
@@ -317,9 +338,9 @@ async def test_flag_agrees_with_the_frontier_on_the_model_page(execute: Execute)
         f'{{ model(slug: "{MIX}") {{ configurations {{ id isParetoOptimal }} }} }}'
     )
     assert [c["id"] for c in data["model"]["configurations"] if c["isParetoOptimal"]] == [
-        "4",
-        "5",
-        "7",
+        lid(4),
+        lid(5),
+        lid(7),
     ]
 
 
@@ -333,14 +354,14 @@ async def test_compare_models(execute: Execute) -> None:
         "compareModels": [
             {
                 "model": {"slug": MIX},
-                "configuration": {"id": "5"},
+                "configuration": {"id": lid(5)},
                 "energyJoules": 0.8,
                 "ratioToBest": 0.8 / 0.2,
                 "joulesAboveBest": 0.8 - 0.2,
             },
             {
                 "model": {"slug": TINY},
-                "configuration": {"id": "2"},
+                "configuration": {"id": lid(2)},
                 "energyJoules": 0.2,
                 "ratioToBest": 1.0,
                 "joulesAboveBest": 0.0,
@@ -358,7 +379,7 @@ async def test_compare_models(execute: Execute) -> None:
             },
             {
                 "model": {"slug": TINY},
-                "configuration": {"id": "3"},
+                "configuration": {"id": lid(3)},
                 "energyJoules": 0.3,
                 "ratioToBest": 1.0,
                 "joulesAboveBest": 0.0,
@@ -378,8 +399,8 @@ def matchup(slug, baseline, candidate, energies=None, gpus=("H100", "B200")):
         "model": {"slug": slug},
         "baselineGpu": gpus[0],
         "candidateGpu": gpus[1],
-        "baseline": None if baseline is None else {"id": str(baseline)},
-        "candidate": None if candidate is None else {"id": str(candidate)},
+        "baseline": None if baseline is None else {"id": lid(baseline)},
+        "candidate": None if candidate is None else {"id": lid(candidate)},
         "baselineEnergyJoules": base,
         "candidateEnergyJoules": cand,
         "energySavedJoules": base - cand if both else None,
@@ -555,7 +576,7 @@ def image_entry(rank, slug, id, ratio):
         "batchLatencyS": latency,
         "ratioToBest": ratio,
         "model": {"slug": slug},
-        "configuration": {"id": str(id)},
+        "configuration": {"id": iid(id)},
     }
 
 
@@ -610,12 +631,21 @@ async def test_diffusion_leaderboard(execute: Execute, arguments, deadline, expe
     ("scope", "expected"),
     [
         # Rows 1, 5 and 3 tie on energy: none beats another on both axes, so all stay.
-        ("GLOBAL", [frontier(None, None, 6, [1, 5, 3, 2, 4])]),
+        ("GLOBAL", [frontier(None, None, 6, [1, 5, 3, 2, 4], image=True)]),
         (
             "MODEL",
-            [frontier("pixel-1b", None, 5, [1, 3, 2, 4]), frontier("mural-2b", None, 1, [5])],
+            [
+                frontier("pixel-1b", None, 5, [1, 3, 2, 4], image=True),
+                frontier("mural-2b", None, 1, [5], image=True),
+            ],
         ),
-        ("GPU", [frontier(None, "B200", 4, [1, 5, 2]), frontier(None, "H100", 2, [3, 4])]),
+        (
+            "GPU",
+            [
+                frontier(None, "B200", 4, [1, 5, 2], image=True),
+                frontier(None, "H100", 2, [3, 4], image=True),
+            ],
+        ),
     ],
 )
 async def test_diffusion_pareto_frontier(execute: Execute, scope, expected) -> None:
@@ -632,7 +662,7 @@ async def test_diffusion_flag_and_energy(execute: Execute) -> None:
     )
     assert data["diffusionConfigurations"]["nodes"] == [
         {
-            "id": str(i),
+            "id": iid(i),
             "isParetoOptimal": i != 6,
             "energy": {
                 "perOutput": {

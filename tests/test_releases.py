@@ -147,20 +147,20 @@ def test_the_two_snapshots_differ_where_the_tests_look() -> None:
 
 async def test_releases_lists_both_newest_data_first(releases: Releases) -> None:
     data = ok(
-        await releases.execute("{ releases { id lastUpdated upstreamCommit location digest } }")
+        await releases.execute("{ releases { number lastUpdated upstreamCommit location digest } }")
     )
     listed = data["releases"]
     assert [
-        {k: r[k] for k in ("id", "lastUpdated", "upstreamCommit", "location")} for r in listed
+        {k: r[k] for k in ("number", "lastUpdated", "upstreamCommit", "location")} for r in listed
     ] == [
         {
-            "id": releases.later,
+            "number": releases.later,
             "lastUpdated": "2026-02-16",
             "upstreamCommit": None,
             "location": str(SNAPSHOT),
         },
         {
-            "id": releases.earlier,
+            "number": releases.earlier,
             "lastUpdated": "2025-12-17",
             "upstreamCommit": None,
             "location": str(EARLIER),
@@ -174,7 +174,7 @@ async def test_releases_lists_both_newest_data_first(releases: Releases) -> None
 async def test_default_answers_come_from_the_newest_data(releases: Releases) -> None:
     data = ok(
         await releases.execute(
-            """{ source { compiled release { id lastUpdated } }
+            """{ source { compiled release { number lastUpdated } }
                  model(slug: "qwen-3-8b") {
                    modelId configurations { outputThroughputTokensPerSec } }
                  index { version models { slug } }
@@ -184,7 +184,7 @@ async def test_default_answers_come_from_the_newest_data(releases: Releases) -> 
     assert data == {
         "source": {
             "compiled": SEED_DOC["source"]["compiled"],
-            "release": {"id": releases.later, "lastUpdated": "2026-02-16"},
+            "release": {"number": releases.later, "lastUpdated": "2026-02-16"},
         },
         "model": {
             "modelId": QWEN,
@@ -200,12 +200,12 @@ async def test_default_answers_come_from_the_newest_data(releases: Releases) -> 
 
 async def test_release_argument_answers_from_the_earlier_release(releases: Releases) -> None:
     query = """query ($r: Int) {
-      source(release: $r) { name compiled dataUrl licence release { id lastUpdated } }
+      source(release: $r) { name compiled dataUrl licence release { number lastUpdated } }
       model(slug: "qwen-3-8b", release: $r) {
         modelId name inIndex url configurations { outputThroughputTokensPerSec } }
       models(release: $r) { slug modelId inIndex }
       configurations(release: $r, filter: {model: "qwen-3-8b", task: "lm-arena-chat"}) {
-        totalCount nodes { outputThroughputTokensPerSec source { release { id } } } }
+        totalCount nodes { outputThroughputTokensPerSec source { release { number } } } }
       index(release: $r) { version updated dataVersion models { slug } source { compiled } }
       tasks(release: $r) { name displayName architecture } }"""
     data = ok(await releases.execute(query, r=releases.earlier))
@@ -214,39 +214,44 @@ async def test_release_argument_answers_from_the_earlier_release(releases: Relea
         for r in rows(EARLIER, model_id=QWEN)
     ]
     architecture = {t: a for a, ts in EARLIER_INDEX["architectures"].items() for t in ts}
+    # No manifest describes it: its index is its own, the models of lm-arena-chat.
+    chat = list(dict.fromkeys(r["model_id"] for r in rows(EARLIER)))
+    slugs = {m: slugify(facts["nickname"]) for m, facts in EARLIER_INDEX["models"].items()}
     assert data == {
         # Ingested without a manifest: only what the snapshot tells is known.
         "source": {
             "name": "ML.ENERGY Leaderboard",
             "compiled": "2025-12-17",
-            "dataUrl": str(EARLIER),
+            "dataUrl": f"{EARLIER}/tasks/lm-arena-chat.json",
             "licence": None,
-            "release": {"id": releases.earlier, "lastUpdated": "2025-12-17"},
+            "release": {"number": releases.earlier, "lastUpdated": "2025-12-17"},
         },
         "model": {
             "modelId": QWEN,
             "name": EARLIER_INDEX["models"][QWEN]["nickname"],
-            "inIndex": False,
+            "inIndex": True,
             "url": None,
             "configurations": throughputs,
         },
         # Not in a manifest: slugs from the nicknames, ordered by slug.
         "models": sorted(
             (
-                {"slug": slugify(facts["nickname"]), "modelId": m, "inIndex": False}
-                for m, facts in EARLIER_INDEX["models"].items()
+                {"slug": slugs[m], "modelId": m, "inIndex": m in chat}
+                for m in EARLIER_INDEX["models"]
             ),
             key=lambda m: m["slug"],
         ),
         "configurations": {
             "totalCount": len(throughputs),
-            "nodes": [t | {"source": {"release": {"id": releases.earlier}}} for t in throughputs],
+            "nodes": [
+                t | {"source": {"release": {"number": releases.earlier}}} for t in throughputs
+            ],
         },
         "index": {
             "version": None,
             "updated": None,
             "dataVersion": None,
-            "models": [],
+            "models": [{"slug": slugs[m]} for m in chat],
             "source": {"compiled": "2025-12-17"},
         },
         # In index.json's order.
@@ -292,9 +297,9 @@ async def test_reingesting_identical_data_changes_nothing(
     execute = make_execute(engine, settings)
     later = await ingest_dir(engine, SNAPSHOT, SEED)
     earlier = await ingest_dir(engine, EARLIER)
-    query = "{ releases { id lastUpdated digest ingestedAt } }"
+    query = "{ releases { number lastUpdated digest ingestedAt } }"
     before = ok(await execute(query))
-    assert [r["id"] for r in before["releases"]] == [later.release_id, earlier.release_id]
+    assert [r["number"] for r in before["releases"]] == [later.release_id, earlier.release_id]
     again_later = await ingest_dir(engine, SNAPSHOT, SEED)
     again_earlier = await ingest_dir(engine, EARLIER)
     assert (again_later.unchanged, again_later.release_id) == (True, later.release_id)
@@ -305,8 +310,11 @@ async def test_reingesting_identical_data_changes_nothing(
     # The same files without a manifest add nothing: the release with the manifest stays served.
     bare = await ingest_dir(engine, SNAPSHOT)
     assert (bare.unchanged, bare.release_id) == (True, later.release_id)
-    served = ok(await execute("{ source { release { id } } index { version } }"))
-    assert served == {"source": {"release": {"id": later.release_id}}, "index": {"version": "1"}}
+    served = ok(await execute("{ source { release { number } } index { version } }"))
+    assert served == {
+        "source": {"release": {"number": later.release_id}},
+        "index": {"version": "1"},
+    }
 
 
 def relative_difference(a: float, b: float) -> float:
@@ -350,11 +358,11 @@ def test_the_identities_hold_as_the_data_notes_say() -> None:
 async def test_identity_checks(releases: Releases) -> None:
     data = ok(
         await releases.execute(
-            """{ releases { id identityChecks {
+            """{ releases { number identityChecks {
                 identity statement file rows checked maxRelativeDifference note } } }"""
         )
     )
-    checks = {r["id"]: r["identityChecks"] for r in data["releases"]}
+    checks = {r["number"]: r["identityChecks"] for r in data["releases"]}
     assert checks[releases.later] == []
     expected = []
     for task in llm_tasks(EARLIER_INDEX):
@@ -382,7 +390,7 @@ UPSTREAM = """query ($r: Int, $task: String!, $model: String) {
     totalCount nodes {
       modelId gpuModel numGpus maxNumSeqs tensorParallel dataParallel expertParallel
       energyPerTokenJoules outputThroughputTokensPerSec avgPowerWatts
-      source { release { id lastUpdated } }
+      source { release { number lastUpdated } }
       upstream { taskFile taskRow modelFile modelRow } } } }"""
 
 
@@ -441,7 +449,7 @@ async def test_a_configuration_leads_back_to_its_release_and_file_row(
     # Every row of the task file, once each.
     assert sorted(n["upstream"]["taskRow"] for n in data["nodes"]) == list(range(len(rows(root))))
     for node in data["nodes"]:
-        assert node["source"] == {"release": {"id": release_id, "lastUpdated": day}}
+        assert node["source"] == {"release": {"number": release_id, "lastUpdated": day}}
         assert_leads_back(node, root, TASK)
 
 
@@ -460,14 +468,14 @@ async def test_a_diffusion_configuration_leads_back_to_its_file_row(releases: Re
       diffusionConfigurations(release: $r, filter: {task: "text-to-image"}, first: 500) {
         nodes { modelId gpuModel numGpus batchSize inferenceSteps ulyssesDegree ringDegree
           ... on ImageConfiguration { energyPerImageJoules imageHeight }
-          source { release { id } } upstream { taskFile taskRow modelFile modelRow } } } }"""
+          source { release { number } } upstream { taskFile taskRow modelFile modelRow } } } }"""
     nodes = ok(await releases.execute(query, r=releases.earlier))["diffusionConfigurations"][
         "nodes"
     ]
     assert len(nodes) == 500
     for node in nodes:
         up = node["upstream"]
-        assert node["source"] == {"release": {"id": releases.earlier}}
+        assert node["source"] == {"release": {"number": releases.earlier}}
         assert (up["taskFile"], up["modelFile"]) == (
             f"tasks/{task}.json",
             model_file(node["modelId"], task),

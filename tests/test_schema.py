@@ -7,6 +7,7 @@ from graphql import GraphQLInputObjectType, GraphQLObjectType
 from sqlalchemy import event
 
 from graph.server.operations import MODEL_PAGE
+from tests import synthetic
 from tests.conftest import ROOT, make_execute
 from tests.conftest import SCHEMA as schema
 
@@ -178,7 +179,7 @@ async def test_configuration_filters_and_order(execute_synthetic, arguments, exp
     data = await execute_synthetic(f"{{ configurations{args} {{ totalCount nodes {{ id }} }} }}")
     nodes = data["configurations"]["nodes"]
     # Ids are per release; the synthetic rows are ingested first, so ids 1..7 follow file order.
-    assert [int(n["id"]) for n in nodes] == expected
+    assert [synthetic.IDS.index(n["id"]) + 1 for n in nodes] == expected
     assert data["configurations"]["totalCount"] == len(expected)
 
 

@@ -29,6 +29,16 @@ POWER = Logistic(b0=400.0, amplitude=1600.0, k=1.5, x0=5.5)
 ENERGY = Logistic(b0=0.55, amplitude=-0.5, k=1.0, x0=5.0)
 ITL = {8: 10.0, 16: 10.0, 32: 10.0, 64: 6.0, 128: 30.0, 256: 30.0}
 FIT_BATCHES = [8, 16, 32, 64, 128, 128, 256]
+# Global ids of the synthetic rows and the extra series (rows 8 to 14), by row number (from 1).
+FIT_ROWS = [
+    *synthetic.ROWS,
+    *(synthetic.row("acme/Tiny-1B", "H100", 4, b, 1.0, 1.0, tp=4) for b in FIT_BATCHES),
+]
+FIT_IDS = synthetic.configuration_ids(synthetic.TASK, FIT_ROWS, ("max_num_seqs",))
+
+
+def ids(*rows: int) -> list[str]:
+    return [FIT_IDS[n - 1] for n in rows]
 
 
 @pytest.fixture
@@ -73,7 +83,7 @@ async def test_fitted_curves_with_too_few_batch_sizes_interpolate(execute_synthe
                     f"so {INTERPOLATE}",
                     "fit": None,
                     "measured": [
-                        {"batchSize": 8, "mean": 900.0, "runs": [900.0], "configurationIds": ["7"]}
+                        {"batchSize": 8, "mean": 900.0, "runs": [900.0], "configurationIds": ids(7)}
                     ],
                     "at16": {
                         "batchSize": 16.0,
@@ -106,13 +116,13 @@ async def test_fitted_curves_with_too_few_batch_sizes_interpolate(execute_synthe
                             "batchSize": 16,
                             "mean": 1000.0,
                             "runs": [1000.0],
-                            "configurationIds": ["4"],
+                            "configurationIds": ids(4),
                         },
                         {
                             "batchSize": 32,
                             "mean": 1125.0,
                             "runs": [1100.0, 1150.0],
-                            "configurationIds": ["5", "6"],
+                            "configurationIds": ids(5, 6),
                         },
                     ],
                     "at16": {
@@ -191,12 +201,12 @@ async def test_a_logistic_series_is_fitted_and_a_missed_point_hands_over(execute
                     f"15 %, so {INTERPOLATE}",
                     "fit": {"missesMeasured": True, "missedBatchSizes": [64]},
                     "measured": [
-                        {"batchSize": 8, "mean": 10.0, "configurationIds": ["8"]},
-                        {"batchSize": 16, "mean": 10.0, "configurationIds": ["9"]},
-                        {"batchSize": 32, "mean": 10.0, "configurationIds": ["10"]},
-                        {"batchSize": 64, "mean": 6.0, "configurationIds": ["11"]},
-                        {"batchSize": 128, "mean": 30.0, "configurationIds": ["12", "13"]},
-                        {"batchSize": 256, "mean": 30.0, "configurationIds": ["14"]},
+                        {"batchSize": 8, "mean": 10.0, "configurationIds": ids(8)},
+                        {"batchSize": 16, "mean": 10.0, "configurationIds": ids(9)},
+                        {"batchSize": 32, "mean": 10.0, "configurationIds": ids(10)},
+                        {"batchSize": 64, "mean": 6.0, "configurationIds": ids(11)},
+                        {"batchSize": 128, "mean": 30.0, "configurationIds": ids(12, 13)},
+                        {"batchSize": 256, "mean": 30.0, "configurationIds": ids(14)},
                     ],
                     "at64": {"value": 6.0, "method": "INTERPOLATION", "extrapolated": False},
                 },
@@ -207,12 +217,12 @@ async def test_a_logistic_series_is_fitted_and_a_missed_point_hands_over(execute
 
 async def test_energy_per_response_on_measured_and_log_bins(execute_synthetic) -> None:
     # Configuration 2: Tiny 1B at 0.2 J/token; lengths [0, 100, 200] tokens, counts [2, 2].
-    query = """query ($scale: BinScale!, $n: Int) {
-        energyPerResponse(configurationId: "2", scale: $scale, binCount: $n) {
+    query = """query ($id: ID!, $scale: BinScale!, $n: Int) {
+        energyPerResponse(configurationId: $id, scale: $scale, binCount: $n) {
         configuration { id maxNumSeqs } energyPerTokenJoules scale bins counts responses
         meanJoules histogramMeanJoules p50Joules p90Joules p95Joules p99Joules } }"""
     measured = {
-        "configuration": {"id": "2", "maxNumSeqs": 64},
+        "configuration": {"id": synthetic.configuration_id(2), "maxNumSeqs": 64},
         "energyPerTokenJoules": 0.2,
         "scale": "LINEAR",
         "bins": [0.0, 20.0, 40.0],
@@ -225,8 +235,12 @@ async def test_energy_per_response_on_measured_and_log_bins(execute_synthetic) -
         "p95Joules": approx(38.0),
         "p99Joules": approx(39.6),
     }
-    assert await execute_synthetic(query, scale="LINEAR") == {"energyPerResponse": measured}
-    assert await execute_synthetic(query, scale="LINEAR", n=4) == {
+    assert await execute_synthetic(query, id=synthetic.configuration_id(2), scale="LINEAR") == {
+        "energyPerResponse": measured
+    }
+    assert await execute_synthetic(
+        query, id=synthetic.configuration_id(2), scale="LINEAR", n=4
+    ) == {
         "energyPerResponse": {
             **measured,
             "bins": approx([0.0, 10.0, 20.0, 30.0, 40.0]),
@@ -235,7 +249,7 @@ async def test_energy_per_response_on_measured_and_log_bins(execute_synthetic) -
     }
     # Log bins from one token (0.2 J) to 200 tokens (40 J); percentiles stay the same.
     split = 2 * math.sqrt(200) / 100
-    assert await execute_synthetic(query, scale="LOG") == {
+    assert await execute_synthetic(query, id=synthetic.configuration_id(2), scale="LOG") == {
         "energyPerResponse": {
             **measured,
             "scale": "LOG",
@@ -253,14 +267,15 @@ ONE_SERIES = 'fittedCurves(model: "tiny-1b", gpu: "B200")'
     [
         (
             'energyPerResponse(configurationId: "99") { responses }',
-            "there is no LLM or MLLM configuration with id '99'",
+            "there is no LLM or MLLM configuration with id '99' in this release",
         ),
         (
             'energyPerResponse(configurationId: "x1") { responses }',
-            "there is no LLM or MLLM configuration with id 'x1'",
+            "there is no LLM or MLLM configuration with id 'x1' in this release",
         ),
         (
-            'energyPerResponse(configurationId: "1", binCount: 0) { responses }',
+            f'energyPerResponse(configurationId: "{synthetic.configuration_id(1)}", binCount: 0) '
+            "{ responses }",
             "binCount must be between 1 and 1000, got 0",
         ),
         ('fittedCurves(task: "gpqa") { runs }', "unknown task 'gpqa'; the tasks are lm-arena-chat"),
@@ -463,7 +478,8 @@ CATALOG_TABLES = [
     [
         '{ fittedCurves(model: "tiny-1b") { model { slug } avgPowerWatts { method } } }',
         "{ fittedCurves(task: null) { runs } }",
-        '{ energyPerResponse(configurationId: "3") { p50Joules } }',
+        f'{{ energyPerResponse(configurationId: "{synthetic.configuration_id(3)}") '
+        "{ p50Joules } }",
         "{ facets { configurations } }",
         '{ configurationAggregate(filter: {model: "tiny-1b", gpu: "H100"}) { count } }',
         "{ diffusionConfigurationAggregate { count } }",

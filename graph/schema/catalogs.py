@@ -9,14 +9,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.catalog import Catalog, load_catalog
 from db.tables import ReleaseRow
-from graph.caches import Bounded
+from graph.caches import Bounded, fixed
 
 # What names one ingest: its release id, and the digest and time of the ingest (so that another
 # database, or the same one emptied and filled again, cannot be mistaken for it).
 Key = tuple[int, str, datetime]
 # A catalog's bytes, roughly: its rows as Python objects, and what is derived from them.
-ROW_BYTES = 2_000
+ROW_BYTES = 1_000
 BASE_BYTES = 200_000
+# The GraphQL objects made of a catalog's rows that it keeps (about this size each).
+OBJECT_BYTES = 1_500
+OBJECTS_MAX_BYTES = 32 * 1024 * 1024
 
 
 def catalog_bytes(catalog: Catalog) -> int:
@@ -69,7 +72,9 @@ class Catalogs:
             asyncio.timeout(self.timeout),
             AsyncSession(session.bind, expire_on_commit=False) as own,
         ):
-            return await load_catalog(own, key[0])
+            catalog = await load_catalog(own, key[0])
+        catalog.objects = Bounded(OBJECTS_MAX_BYTES, fixed(OBJECT_BYTES))
+        return catalog
 
     def _loaded(self, key: Key, done: asyncio.Future[Catalog]) -> None:
         if self._loading.get(key) is done:

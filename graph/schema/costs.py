@@ -8,6 +8,15 @@ from __future__ import annotations
 
 from graph.engine.cost import Size, fixed, length_of, per_task, tasks_of_changes
 
+# The types with a configuration's `history`.
+HISTORIES = (
+    "ServingConfiguration",
+    "Configuration",
+    "DiffusionConfiguration",
+    "ImageConfiguration",
+    "VideoConfiguration",
+)
+
 # The largest list in the 2026-02-16 data (46 models, 7 tasks, 2 GPU types) is in the comment.
 LIST_SIZES: dict[str, Size] = {
     "Query.models": fixed(50),  # 46
@@ -44,4 +53,12 @@ LIST_SIZES: dict[str, Size] = {
     "TaskChanges.changed": fixed(640),  # 328 from 2025-12-17 to 2026-02-16
     "ConfigurationChange.fields": fixed(4),  # 2
     "DocumentChange.fields": fixed(4),  # 2
+    # Across releases: one entry per release (9 upstream commits touch the data since launch).
+    "Query.timeline": fixed(16),
+    "Query.nodes": length_of("ids"),
+    **{f"{t}.history": fixed(16) for t in HISTORIES},
+    "ConfigurationVersion.changed": fixed(8),
+    "Release.files": fixed(128),  # 71
+    "ReleaseSummary.tasks": fixed(8),  # 7
+    "TaskSummary.fieldChanges": fixed(16),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from graph.schema.roots.catalog import CatalogFields
+from graph.schema.roots.history import HistoryFields
 from graph.schema.roots.ranking import RankingFields
 from graph.schema.roots.statistics import StatisticsFields
 
@@ -14,5 +15,5 @@ from graph.schema.roots.statistics import StatisticsFields
     "with its provenance. Answers come from the release with the newest data unless a "
     "field's `release` argument names another."
 )
-class Query(RankingFields, StatisticsFields, CatalogFields):
+class Query(RankingFields, StatisticsFields, CatalogFields, HistoryFields):
     pass

@@ -1,9 +1,10 @@
-"""Documents over HTTP: the v1 JSON API and the upstream files, generated from the database.
+"""Documents over HTTP: the v1 JSON API, and the upstream files as they were published.
 
 - `/api/v1/index.json` and `/api/v1/models/{slug}.json`: the LeadGreen v1 documents.
-- `/data/index.json`, `/data/tasks/{task}.json`, `/data/models/{file}`: the upstream layout,
-  so a client of the leaderboard's static files only changes its base URL.
-Each takes `?release=N` (default: the latest). Responses carry an ETag and Cache-Control.
+- `/data/index.json`, `/data/tasks/{task}.json`, `/data/models/{file}`: each release's files byte
+  for byte, so a client of the leaderboard's static files only changes its base URL.
+Each takes `?release=N` (default: the latest). Answers carry an ETag (a file's is its SHA-256)
+and Cache-Control, and answer If-None-Match with 304.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from starlette.routing import Route
 from strawberry import Schema
 
 from db import reads
-from db.export import export_documents
-from graph.errors import ApiError
+from db.files import release_file
+from graph.caches import Bounded
+from graph.errors import ApiError, Code
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.server.faults import error_response
 from graph.server.operations import MODEL_PAGE
 from graph.server.respond import etag_matches
 from graph.settings import Settings
@@ -36,6 +39,8 @@ INDEX_QUERY = """query ($release: Int) { index(release: $release) {
            licence licenceEvidence workload method selection cite citeUrl usedFor configurations }
   models { slug name modelId paramsB activeParamsB gpus url page } } }"""
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+_RELEASE = re.compile(r"^[0-9]{1,9}$")
+JSON = "application/json"
 
 
 def snake_keys(value: Any) -> Any:
@@ -55,22 +60,22 @@ def rebase(url: str | None, base: str | None) -> str | None:
     return parts._replace(scheme=new.scheme, netloc=new.netloc).geturl()
 
 
-def _json(status: int, body: Any, request: Request, max_age: int) -> Response:
-    content = orjson.dumps(body)
-    if status != 200:
-        return Response(
-            content, status, media_type="application/json", headers={"cache-control": "no-store"}
-        )
-    etag = '"' + hashlib.sha256(content).hexdigest()[:32] + '"'
+def cacheable(content: bytes, etag: str, request: Request, max_age: int) -> Response:
+    """A successful answer, or 304 when the client holds it already."""
     headers = {"etag": etag, "cache-control": f"public, max-age={max_age}"}
     if_none_match = request.headers.get("if-none-match")
     if if_none_match and etag_matches(if_none_match.encode("latin-1"), etag.encode()):
         return Response(status_code=304, headers=headers)
-    return Response(content, 200, media_type="application/json", headers=headers)
+    return Response(content, 200, media_type=JSON, headers=headers)
 
 
-def _not_found(message: str) -> dict[str, Any]:
-    return {"error": {"code": "NOT_FOUND", "message": message}}
+def _not_found(message: str) -> Response:
+    return error_response(404, str(Code.NOT_FOUND), message)
+
+
+class Refused(Exception):
+    def __init__(self, response: Response) -> None:
+        self.response = response
 
 
 def document_routes(
@@ -79,38 +84,42 @@ def document_routes(
     schema: Schema,
     catalogs: Catalogs,
     max_age: int = 60,
+    max_bytes: int = 16 * 1024 * 1024,
 ) -> list[Route]:
-    """The document routes, reading through `make_session` and answering with `schema`."""
-    exported: dict[int, dict[str, Any]] = {}
+    """The document routes, reading through `make_session` and answering with `schema`; the
+    files recently served are kept within `max_bytes`."""
+    files: Bounded[tuple[int, str], bytes] = Bounded(max_bytes, lambda data: len(data) + 200)
 
-    async def release_of(request: Request, session: AsyncSession) -> int | None:
-        asked = request.query_params.get("release") or None
+    async def release_of(request: Request, session: AsyncSession) -> int:
+        asked = request.query_params.get("release") or None  # empty: no choice, the latest
         if asked is not None:
-            return (
-                int(asked)
-                if asked.isdigit() and await reads.release(session, release_id=int(asked))
-                else None
-            )
-        latest = await reads.latest_release(session)
-        return latest.id if latest else None
+            if not _RELEASE.match(asked):
+                raise Refused(
+                    error_response(
+                        400,
+                        str(Code.BAD_USER_INPUT),
+                        f"`release` must be a release number (digits 0-9), got {asked[:40]!r}",
+                    )
+                )
+            if await reads.release(session, release_id=int(asked)) is not None:
+                return int(asked)
+        else:
+            latest = await reads.latest_release(session)
+            if latest is not None:
+                return latest.id
+        raise Refused(
+            _not_found("no such release; GET /graphql with `{ releases { number } }` lists them")
+        )
 
     def endpoint(
-        handler: Callable[[Request, AsyncSession, int], Awaitable[tuple[int, Any]]],
+        handler: Callable[[Request, AsyncSession, int], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
         async def respond(request: Request) -> Response:
-            async with make_session() as session:
-                release_id = await release_of(request, session)
-                if release_id is None:
-                    return _json(
-                        404,
-                        _not_found(
-                            "no such release; GET /graphql with `{ releases { id } }` lists them"
-                        ),
-                        request,
-                        0,
-                    )
-                status, body = await handler(request, session, release_id)
-            return _json(status, body, request, max_age)
+            try:
+                async with make_session() as session:
+                    return await handler(request, session, await release_of(request, session))
+            except Refused as refused:
+                return refused.response
 
         return respond
 
@@ -126,32 +135,38 @@ def document_routes(
         assert result.data is not None
         return result.data
 
-    async def v1_index(request: Request, session: AsyncSession, release_id: int) -> tuple[int, Any]:
+    def json_answer(body: Any, request: Request) -> Response:
+        content = orjson.dumps(body)
+        etag = '"' + hashlib.sha256(content).hexdigest()[:32] + '"'
+        return cacheable(content, etag, request, max_age)
+
+    async def v1_index(request: Request, session: AsyncSession, release_id: int) -> Response:
         index = snake_keys((await graphql(session, INDEX_QUERY, release=release_id))["index"])
         for model in index["models"]:
             model["url"] = rebase(model["url"], settings.public_base_url)
             model["page"] = rebase(model["page"], settings.public_base_url)
-        return 200, index
+        return json_answer(index, request)
 
-    async def v1_model(request: Request, session: AsyncSession, release_id: int) -> tuple[int, Any]:
+    async def v1_model(request: Request, session: AsyncSession, release_id: int) -> Response:
         slug = request.path_params["slug"]
         data = await graphql(session, MODEL_PAGE, slug=slug, release=release_id)
         model = data["model"]
         if model is None:
-            return 404, _not_found(f"no model {slug!r}; /api/v1/index.json lists the models")
+            return _not_found(f"no model {slug[:100]!r}; /api/v1/index.json lists the models")
         # The same links as the index that points here.
         model["url"] = rebase(model["url"], settings.public_base_url)
         model["page"] = rebase(model["page"], settings.public_base_url)
-        return 200, data
+        return json_answer(data, request)
 
-    async def upstream(request: Request, session: AsyncSession, release_id: int) -> tuple[int, Any]:
-        if release_id not in exported:
-            exported.clear()  # keep one release's files: they are rebuilt on demand
-            exported[release_id] = await export_documents(session, release_id=release_id)
+    async def upstream(request: Request, session: AsyncSession, release_id: int) -> Response:
         path = request.path_params["path"]
-        if path not in exported[release_id]:
-            return 404, _not_found(f"no file {path!r} in release {release_id}")
-        return 200, exported[release_id][path]
+        data = files.get((release_id, path))
+        if data is None:
+            data = await release_file(session, release_id=release_id, path=path)
+            if data is None:
+                return _not_found(f"no file {path[:200]!r} in release {release_id}")
+            files[(release_id, path)] = data
+        return cacheable(data, f'"{hashlib.sha256(data).hexdigest()}"', request, max_age)
 
     return [
         Route("/api/v1/index.json", endpoint(v1_index), methods=["GET"]),

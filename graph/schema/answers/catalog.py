@@ -8,7 +8,8 @@ from typing import Any, cast
 
 from analysis.changes import diff_releases
 from db import reads
-from db.export import export_documents
+from db.content import parsed
+from db.files import ExportError, release_files
 from db.kinds import Kind
 from graph.errors import BadInput, NoData
 from graph.schema import cursor
@@ -20,7 +21,8 @@ from graph.schema.types.configuration import Connection, Edge, PageInfo
 from graph.schema.types.gpu import Gpu
 from graph.schema.types.model import Model
 from graph.schema.types.objects import configuration
-from graph.schema.types.source import LeadGreenIndex, Release, Source
+from graph.schema.types.release import Release
+from graph.schema.types.source import LeadGreenIndex, Source
 from graph.schema.types.task import Task
 
 
@@ -72,7 +74,13 @@ async def changes(
     context: Context, from_release: int, to_release: int, task: str | None
 ) -> ReleaseChanges:
     old, new = await context.release(from_release), await context.release(to_release)
-    documents = [await context.read(export_documents, release_id=r.id) for r in (old, new)]
+    documents = []
+    for release in (old, new):
+        try:
+            files = await context.read(release_files, release_id=release.id)
+        except ExportError as exc:
+            raise BadInput(str(exc)) from None
+        documents.append(parsed(files))
     return ReleaseChanges.of(old.id, new.id, diff_releases(*documents), task)
 
 

@@ -10,7 +10,7 @@ import strawberry
 from analysis.compare import compare_gpus, compare_models, ratios_to_best
 from analysis.leaderboard import Candidate, Constraints, best_per_model
 from db.kinds import DIFFUSION, LLM
-from db.tables import ConfigurationRow
+from db.rows import LlmRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least
 from graph.schema.answers.selection import Selection, select
@@ -37,7 +37,7 @@ async def llm_ranking(
     gpus: Sequence[str] | None,
     models: Sequence[str] | None,
     release: int | None,
-) -> tuple[Selection, LlmConstraints, Constraints, list[Candidate[ConfigurationRow]]]:
+) -> tuple[Selection, LlmConstraints, Constraints, list[Candidate[LlmRow]]]:
     c = constraints or LlmConstraints()
     check_at_least("maxItlMs", c.max_itl_ms)
     check_at_least("maxEnergyJoules", c.max_energy_joules)

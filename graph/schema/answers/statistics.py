@@ -11,7 +11,8 @@ from analysis.distribution import energy_per_response as distribution
 from analysis.facets import facets as spans
 from db.catalog import Catalog, ConfigurationFilter
 from db.kinds import KINDS, LLM, Kind
-from db.tables import ConfigurationRow, TaskRow
+from db.rows import LlmRow
+from db.tables import TaskRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import known_task, model_ids, to_filter
 from graph.schema.context import Context
@@ -19,6 +20,7 @@ from graph.schema.inputs import AnyFilter
 from graph.schema.types.configuration import Configuration
 from graph.schema.types.fitted import FittedCurveSeries
 from graph.schema.types.model import Model
+from graph.schema.types.node import parse_id
 from graph.schema.types.statistics import (
     BinScale,
     ConfigurationAggregate,
@@ -62,7 +64,7 @@ async def energy_per_response(
         raise BadInput(f"binCount must be between 1 and {MAX_BINS}, got {bin_count}")
     catalog = await context.catalog(release)
     row = _configuration(catalog, configuration_id)
-    lengths = Histogram(tuple(row.length_bins), tuple(row.length_counts))
+    lengths = Histogram(tuple(row.length_bins or ()), tuple(row.length_counts or ()))
     value = distribution(
         lengths, row.energy_per_token_joules, scale=Scale[scale.name], bins=bin_count
     )
@@ -97,13 +99,16 @@ async def aggregate(
     )
 
 
-def _configuration(catalog: Catalog, configuration_id: str) -> ConfigurationRow:
-    """One LLM or MLLM configuration of the release, by id."""
-    row = None
-    if configuration_id.isascii() and configuration_id.isdigit() and len(configuration_id) < 19:
-        row = catalog.by_id.get((LLM, int(configuration_id)))
-    if not isinstance(row, ConfigurationRow):
-        raise BadInput(f"there is no LLM or MLLM configuration with id {configuration_id!r}")
+def _configuration(catalog: Catalog, configuration_id: str) -> LlmRow:
+    """One LLM or MLLM configuration of the release, by its global id."""
+    parsed = parse_id(configuration_id)
+    found = catalog.by_key.get(parsed[1]) if parsed and parsed[0] == "Configuration" else None
+    row = found[1] if found is not None else None
+    if not isinstance(row, LlmRow):
+        raise BadInput(
+            f"there is no LLM or MLLM configuration with id {configuration_id[:200]!r} in this "
+            "release"
+        )
     return row
 
 
@@ -115,8 +120,8 @@ def _rows(catalog: Catalog, kind: Kind, where: ConfigurationFilter) -> list[Any]
     return rows
 
 
-def _series(catalog: Catalog, rows: list[ConfigurationRow]) -> list[FittedCurveSeries]:
-    groups: dict[tuple[str, str], list[ConfigurationRow]] = {}
+def _series(catalog: Catalog, rows: list[LlmRow]) -> list[FittedCurveSeries]:
+    groups: dict[tuple[str, str], list[LlmRow]] = {}
     for row in rows:
         task, model = catalog.task_by_id[row.task_id], catalog.model_by_id[row.model_id]
         groups.setdefault((task.name, model.slug), []).append(row)

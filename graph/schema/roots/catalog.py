@@ -26,7 +26,8 @@ from graph.schema.types.configuration import Configuration, Connection
 from graph.schema.types.diffusion import DiffusionConfiguration
 from graph.schema.types.gpu import Gpu
 from graph.schema.types.model import Model
-from graph.schema.types.source import LeadGreenIndex, Release, Source
+from graph.schema.types.release import Release
+from graph.schema.types.source import LeadGreenIndex, Source
 from graph.schema.types.task import Task
 
 Info = strawberry.Info[Context, None]

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar, cast
 
 import strawberry
 
 from analysis.power import fraction_of_tdp, per_gpu_watts
 from db.catalog import Catalog
-from db.kinds import LLM, Row
+from db.kinds import LLM, kind_of_row
+from db.rows import LlmRow, Row
 from db.snapshot import model_file_name
-from db.tables import ConfigurationRow
+from graph.schema.context import Context
 from graph.schema.inputs import ElectricityPrice, GridCarbonIntensity, ItlPercentile, ParetoScope
 from graph.schema.types import common as metric
 from graph.schema.types import late
 from graph.schema.types.common import OutputLengthDistribution
 from graph.schema.types.energy import Estimates, TokenEnergy
 from graph.schema.types.gpu import Gpu
+from graph.schema.types.node import Node, global_id
 from graph.schema.types.source import Source
 from graph.schema.types.task import Task
+from graph.schema.types.timeline import ConfigurationVersion, versions
 
 if TYPE_CHECKING:
     from graph.schema.types.model import Model
@@ -47,12 +50,15 @@ LazyModel = Annotated["Model", strawberry.lazy("graph.schema.types.model")]
     description="What every measured configuration has, whatever its task: its GPUs, its "
     "measured power, and links to its model, GPU, task, source and upstream row."
 )
-class ServingConfiguration:
+class ServingConfiguration(Node):
     """Built once per release and row (see `serving`): every field is a plain value, so that
     a table of thousands of rows completes without a resolver call per field."""
 
     id: strawberry.ID = strawberry.field(
-        description="Identifier of this row in this LeadGreen release."
+        description="Global id, the same in every release and database where this "
+        "configuration appears: `Configuration:` and its key (task, model, GPU type and count, "
+        "the run's settings, and its place among runs alike in all of these), e.g. "
+        "`Configuration:lm-arena-chat:Qwen/Qwen3-8B:H100x1:max_num_seqs=128:0`."
     )
     gpu_model: str = strawberry.field(description=metric.GPU_MODEL)
     num_gpus: int = strawberry.field(description=metric.NUM_GPUS)
@@ -74,6 +80,22 @@ class ServingConfiguration:
     row: strawberry.Private[Row]
     catalog: strawberry.Private[Catalog]
 
+    @strawberry.field(
+        description="This configuration in every release that has it (the same `id`), in the "
+        "order of their data, each with what changed from the version before: the history of "
+        "its corrections."
+    )
+    async def history(self, info: strawberry.Info[Context, None]) -> list[ConfigurationVersion]:
+        return await versions(info.context, kind_of_row(self.row), self.row.key)
+
+
+def exact_output_length(row: LlmRow) -> float:
+    """The average output length a row's energies imply: energy per request is energy per
+    token times average output length, by definition (upstream computes it so)."""
+    if not row.energy_per_token_joules:
+        return 0.0
+    return row.energy_per_request_joules / row.energy_per_token_joules
+
 
 def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
     """The fields every configuration type has, for its constructor."""
@@ -82,7 +104,7 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
     task = catalog.task_by_id[row.task_id].name
     per_gpu = per_gpu_watts(row)
     return {
-        "id": strawberry.ID(str(row.id)),
+        "id": global_id("Configuration", row.key),
         "gpu_model": row.gpu,
         "num_gpus": row.num_gpus,
         "avg_power_watts": row.avg_power_watts,
@@ -135,12 +157,19 @@ class Configuration(ServingConfiguration):
     p95_itl_ms: float = strawberry.field(description=metric.P95_ITL)
     p99_itl_ms: float = strawberry.field(description=metric.P99_ITL)
     output_throughput_tokens_per_sec: float = strawberry.field(description=metric.THROUGHPUT)
-    output_length_distribution: OutputLengthDistribution = strawberry.field(
-        description="Measured: output lengths of this configuration's requests, as a histogram."
+    derived_fields: list[str] = strawberry.field(
+        description="The fields of this configuration LeadGreen derived, exactly, because its "
+        "upstream row lacks them: `avgOutputLen` (energyPerRequestJoules ÷ "
+        "energyPerTokenJoules, the identity that defines energy per request) for rows published "
+        "before 2025-12-17. Empty for rows that state every field."
     )
 
     @classmethod
-    def from_row(cls, row: ConfigurationRow, catalog: Catalog) -> Configuration:
+    def from_row(cls, row: LlmRow, catalog: Catalog) -> Configuration:
+        output_len, derived = row.avg_output_len, []
+        if output_len is None:
+            output_len = exact_output_length(row)
+            derived.append("avgOutputLen")
         return cls(
             **serving(row, catalog),
             max_num_seqs=row.max_num_seqs,
@@ -149,7 +178,7 @@ class Configuration(ServingConfiguration):
             expert_parallel=row.expert_parallel,
             parallel_notes=row.parallel_notes,
             avg_batch_size=row.avg_batch_size,
-            avg_output_len=row.avg_output_len,
+            avg_output_len=output_len,
             energy_per_request_joules=row.energy_per_request_joules,
             energy_per_token_joules=row.energy_per_token_joules,
             median_itl_ms=row.median_itl_ms,
@@ -157,15 +186,20 @@ class Configuration(ServingConfiguration):
             p95_itl_ms=row.p95_itl_ms,
             p99_itl_ms=row.p99_itl_ms,
             output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
-            output_length_distribution=OutputLengthDistribution(
-                bins=row.length_bins, counts=row.length_counts
-            ),
+            derived_fields=derived,
         )
 
+    @strawberry.field(
+        description="Measured: output lengths of this configuration's requests, as a histogram."
+    )
+    def output_length_distribution(self) -> OutputLengthDistribution:
+        row = cast(LlmRow, self.row)
+        return OutputLengthDistribution(bins=row.length_bins or [], counts=row.length_counts or [])
+
     @classmethod
-    def of(cls, catalog: Catalog, row: ConfigurationRow) -> Configuration:
-        """The configuration of this row (one object per release and row)."""
-        return catalog.once((cls, row.id), lambda: cls.from_row(row, catalog))
+    def of(cls, catalog: Catalog, row: LlmRow) -> Configuration:
+        """The configuration of this row (one object per release and row, while it is used)."""
+        return catalog.object((cls, row.id), lambda: cls.from_row(row, catalog))
 
     @strawberry.field(
         description="Whether this configuration is on a time–energy Pareto frontier of its task "

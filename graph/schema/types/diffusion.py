@@ -8,7 +8,7 @@ import strawberry
 
 from db.catalog import Catalog
 from db.kinds import DIFFUSION
-from db.tables import DiffusionConfigurationRow
+from db.rows import DiffusionRow
 from graph.schema.inputs import ElectricityPrice, GridCarbonIntensity, ParetoScope
 from graph.schema.types.configuration import ServingConfiguration, serving
 from graph.schema.types.energy import Estimates, OutputEnergy
@@ -62,7 +62,7 @@ class DiffusionConfiguration(ServingConfiguration):
         electricity_price_per_kwh: ElectricityPrice = None,
     ) -> OutputEnergy:
         return OutputEnergy.of(
-            cast(DiffusionConfigurationRow, self.row).energy_per_output_joules,
+            cast(DiffusionRow, self.row).energy_per_output_joules,
             Estimates(grid_carbon_intensity, electricity_price_per_kwh),
         )
 
@@ -95,12 +95,14 @@ class VideoConfiguration(DiffusionConfiguration):
     num_frames: int = strawberry.field(description="Setting: frames per video.")
 
 
-def diffusion_of(catalog: Catalog, row: DiffusionConfigurationRow) -> DiffusionConfiguration:
+def diffusion_of(catalog: Catalog, row: DiffusionRow) -> DiffusionConfiguration:
     """The configuration of this row (one object per release and row)."""
-    return catalog.once((DiffusionConfiguration, row.id), lambda: diffusion_from_row(row, catalog))
+    return catalog.object(
+        (DiffusionConfiguration, row.id), lambda: diffusion_from_row(row, catalog)
+    )
 
 
-def diffusion_from_row(row: DiffusionConfigurationRow, catalog: Catalog) -> DiffusionConfiguration:
+def diffusion_from_row(row: DiffusionRow, catalog: Catalog) -> DiffusionConfiguration:
     common: dict[str, Any] = {
         **serving(row, catalog),
         "batch_size": row.batch_size,

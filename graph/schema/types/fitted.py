@@ -9,10 +9,11 @@ import strawberry
 
 from analysis import fit as fitting
 from db.catalog import Catalog
-from db.tables import ConfigurationRow
+from db.rows import LlmRow
 from graph.errors import BadInput
 from graph.schema.inputs import BatchSizeArgument
 from graph.schema.types import common as metric
+from graph.schema.types.node import global_id
 from graph.schema.types.statistics import UNIT, UNITS
 
 if TYPE_CHECKING:
@@ -37,12 +38,15 @@ class CurveEstimate:
     batch_size: float = strawberry.field(description="The batch size asked for (max_num_seqs).")
     value: float | None = strawberry.field(
         description="The estimate, in the metric's unit; null when interpolation is asked for "
-        "outside the measured batch sizes."
+        "outside the measured batch sizes, or when the fit gives a value the metric cannot "
+        "physically take (power, energy and throughput below 0, latency at or below 0): `note` "
+        "says which."
     )
     method: EstimateMethod = strawberry.field(description="How the value was made.")
     extrapolated: bool = strawberry.field(
         description="Whether the batch size lies outside the smallest and largest measured."
     )
+    note: str | None = strawberry.field(description="Why `value` is null, when it is.")
 
     @classmethod
     def of(cls, value: fitting.Estimate) -> CurveEstimate:
@@ -51,6 +55,7 @@ class CurveEstimate:
             value=value.value,
             method=EstimateMethod[value.method.name],
             extrapolated=value.extrapolated,
+            note=value.reason,
         )
 
 
@@ -141,10 +146,11 @@ class FittedMetric:
     )
     note: str = strawberry.field(description="Why `method` is what it is, in a sentence.")
     curve: strawberry.Private[fitting.Curve]
+    bound: strawberry.Private[fitting.Bound]
 
     @strawberry.field(description="The metric at one batch size.")
     def estimate(self, batch_size: BatchSizeArgument) -> CurveEstimate:
-        return CurveEstimate.of(self.curve.estimate(_checked(batch_size)))
+        return CurveEstimate.of(self.curve.estimate(_checked(batch_size), self.bound))
 
     @strawberry.field(description="The metric at each of several batch sizes, in order.")
     def estimates(
@@ -154,14 +160,14 @@ class FittedMetric:
             strawberry.argument(description="Batch sizes (max_num_seqs), each at least 1."),
         ],
     ) -> list[CurveEstimate]:
-        return [CurveEstimate.of(self.curve.estimate(_checked(b))) for b in batch_sizes]
+        return [CurveEstimate.of(self.curve.estimate(_checked(b), self.bound)) for b in batch_sizes]
 
     @classmethod
-    def of(cls, name: str, rows: list[ConfigurationRow]) -> FittedMetric:
+    def of(cls, name: str, rows: list[LlmRow]) -> FittedMetric:
         curve = fitting.fit_curve((r.max_num_seqs, getattr(r, name)) for r in rows)
         ids: dict[int, list[strawberry.ID]] = {}
         for r in rows:
-            ids.setdefault(r.max_num_seqs, []).append(strawberry.ID(str(r.id)))
+            ids.setdefault(r.max_num_seqs, []).append(global_id("Configuration", r.key))
         return cls(
             unit=UNITS[name],
             measured=[
@@ -177,7 +183,12 @@ class FittedMetric:
             method=EstimateMethod[curve.method.name],
             note=_note(curve),
             curve=curve,
+            bound=BOUNDS.get(name, fitting.Bound()),
         )
+
+
+# What each fitted metric can physically be: latency is never 0; the others never below it.
+BOUNDS = {"median_itl_ms": fitting.Bound(0.0, strict=True)}
 
 
 def _note(curve: fitting.Curve) -> str:
@@ -217,7 +228,7 @@ class FittedCurveSeries:
     model: Annotated[Model, strawberry.lazy("graph.schema.types.model")] = strawberry.field(
         description="The model measured."
     )
-    rows: strawberry.Private[list[ConfigurationRow]]
+    rows: strawberry.Private[list[LlmRow]]
     catalog: strawberry.Private[Catalog]
 
     def _fitted(self, name: str) -> FittedMetric:

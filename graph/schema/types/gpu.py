@@ -6,6 +6,7 @@ import strawberry
 
 from db.catalog import Catalog
 from db.tables import GpuRow
+from graph.schema.types.node import Node, global_id
 
 
 @strawberry.type(
@@ -13,7 +14,7 @@ from db.tables import GpuRow
     "the source they come from. Facts are null for a GPU the reference table does "
     "not know."
 )
-class Gpu:
+class Gpu(Node):
     name: str = strawberry.field(
         description="GPU name as the upstream data writes it (`gpu_model`)."
     )
@@ -29,6 +30,7 @@ class Gpu:
     @classmethod
     def from_row(cls, row: GpuRow) -> Gpu:
         return cls(
+            id=global_id("Gpu", row.name),
             name=row.name,
             full_name=row.full_name,
             architecture=row.architecture,
@@ -52,6 +54,7 @@ class Gpu:
     def unknown(cls, name: str) -> Gpu:
         """A GPU the reference table does not know: its name only."""
         return cls(
+            id=global_id("Gpu", name),
             name=name,
             full_name=None,
             architecture=None,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import strawberry
 
-from db.tables import ConfigurationRow
+from db.rows import LlmRow
 from graph.schema.types import common as metric
 from graph.schema.types.common import OutputLengthDistribution, Spread
 from graph.schema.types.gpu import Gpu
+from graph.schema.types.node import global_id
 
 
 @strawberry.type(
@@ -23,11 +24,11 @@ class CurvePoint:
     avg_power_watts: float = strawberry.field(description=metric.AVG_POWER)
     avg_batch_size: float = strawberry.field(description=metric.AVG_BATCH)
     configuration_id: strawberry.ID = strawberry.field(
-        description="The configuration this point is (its `id`)."
+        description="The configuration this point is (its global `id`)."
     )
 
     @classmethod
-    def from_row(cls, row: ConfigurationRow) -> CurvePoint:
+    def from_row(cls, row: LlmRow) -> CurvePoint:
         return cls(
             max_num_seqs=row.max_num_seqs,
             energy_per_token_joules=row.energy_per_token_joules,
@@ -37,7 +38,7 @@ class CurvePoint:
             output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
             avg_power_watts=row.avg_power_watts,
             avg_batch_size=row.avg_batch_size,
-            configuration_id=strawberry.ID(str(row.id)),
+            configuration_id=global_id("Configuration", row.key),
         )
 
 

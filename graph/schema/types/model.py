@@ -11,7 +11,8 @@ from analysis.curves import concurrency_curves
 from analysis.power import Powered, power_by_gpu
 from db.catalog import Catalog
 from db.kinds import DIFFUSION, LLM, Kind
-from db.tables import ConfigurationRow, ModelRow
+from db.rows import LlmRow
+from db.tables import ModelRow
 from graph.errors import BadInput
 from graph.schema.inputs import DEFAULT_TASK, ModelTaskArgument
 from graph.schema.types import late
@@ -20,6 +21,7 @@ from graph.schema.types.configuration import Configuration
 from graph.schema.types.diffusion import DiffusionConfiguration, diffusion_of
 from graph.schema.types.gpu import Gpu
 from graph.schema.types.measured import CurvePoint, CurveSeries, GpuPower, ModelTask
+from graph.schema.types.node import Node, global_id
 
 V = TypeVar("V")
 
@@ -28,7 +30,7 @@ V = TypeVar("V")
     description="An AI model the leaderboard measured: every field of its LeadGreen "
     "v1 index entry, its upstream facts and its measurements."
 )
-class Model:
+class Model(Node):
     slug: str = strawberry.field(
         description="URL-safe identifier (v1 index `slug`; derived from the nickname when "
         "the index does not list the model)."
@@ -66,6 +68,7 @@ class Model:
     @classmethod
     def from_row(cls, row: ModelRow, catalog: Catalog) -> Model:
         return cls(
+            id=global_id("Model", row.model_id),
             slug=row.slug,
             name=row.name,
             model_id=row.model_id,
@@ -158,7 +161,7 @@ class Model:
 
     def _curves(self, task: str | None) -> list[CurveSeries]:
         tasks = self.catalog.task_by_id
-        by_task: dict[int, list[ConfigurationRow]] = {}
+        by_task: dict[int, list[LlmRow]] = {}
         for r in self._rows(LLM, task):
             by_task.setdefault(r.task_id, []).append(r)
         return [

@@ -1,71 +1,25 @@
-"""The Source type (the dataset's provenance and licence evidence) and the release it describes."""
+"""The Source type (the dataset's provenance and licence evidence), and the v1 index."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
 from db.catalog import Catalog
 from db.tables import ReleaseRow, SourceRow
+from graph.schema.types.release import Release
 
 if TYPE_CHECKING:
     from graph.schema.types.model import Model
 
 
-@strawberry.type(description="An identity of the data that some rows of a file break.")
-class IdentityCheck:
-    identity: str = strawberry.field(description="Short name of the identity.")
-    statement: str = strawberry.field(description="The identity, in upstream field names.")
-    file: str = strawberry.field(description="The task file checked.")
-    rows: list[int] = strawberry.field(description="Rows (from 0) that break it.")
-    checked: int = strawberry.field(description="Rows checked.")
-    max_relative_difference: float = strawberry.field(
-        description="Largest |left - right| / max(|left|, |right|) among the rows that break it."
-    )
-    note: str = strawberry.field(description="What is known about why, if anything.")
-
-
-@strawberry.type(description="One ingested snapshot of the upstream data.")
-class Release:
-    id: int = strawberry.field(description="Release number, in the order releases were ingested.")
-    last_updated: str = strawberry.field(
-        description="Date of the data, from the upstream index.json `last_updated` (YYYY-MM-DD)."
-    )
-    upstream_commit: str | None = strawberry.field(
-        description="Upstream repository commit the files were read at, where known."
-    )
-    location: str = strawberry.field(
-        description="Where the files were read from: an http(s) base URL or a directory name."
-    )
-    digest: str = strawberry.field(
-        description="SHA-256 over the ingested files and the manifest; equal digests, equal data."
-    )
-    ingested_at: datetime = strawberry.field(description="When it was ingested (UTC).")
-    identity_checks: list[IdentityCheck] = strawberry.field(
-        description="Identities of the data that some rows break (energy per request = energy "
-        "per token × average output length; average power ÷ throughput = energy per token), "
-        "checked at ingest; empty when every row keeps them (to a relative 1e-9)."
-    )
-
-    @classmethod
-    def from_row(cls, row: ReleaseRow) -> Release:
-        return cls(
-            identity_checks=[IdentityCheck(**check) for check in row.checks],
-            id=row.id,
-            last_updated=row.last_updated,
-            upstream_commit=row.upstream_commit,
-            location=row.location,
-            digest=row.digest,
-            ingested_at=row.ingested_at,
-        )
-
-
 @strawberry.type(
     description="Provenance of the dataset: the `source` object of the LeadGreen v1 "
-    "index, served unchanged, with the licence and the evidence for it. Fields are "
-    "null when the data was ingested without a manifest."
+    "index, served unchanged for the release the index describes (checked at ingest: "
+    "`release.describedByManifest`), with the licence and the evidence for it. For any other "
+    "release only what its own files say: name, home page, data URL at its commit, its data "
+    "date as `compiled` and when it was retrieved; the other fields are null."
 )
 class Source:
     name: str | None = strawberry.field(description="Name of the dataset.")

@@ -9,7 +9,7 @@ import strawberry
 from analysis.aggregate import Summary
 from analysis.distribution import EnergyDistribution
 from analysis.facets import Bounds
-from db.tables import ConfigurationRow
+from db.rows import LlmRow
 from graph.schema.types import common as metric
 from graph.schema.types.configuration import Configuration
 from graph.schema.types.task import Task
@@ -200,7 +200,7 @@ class EnergyPerResponseDistribution:
         cls, configuration: Configuration, value: EnergyDistribution, scale: BinScale
     ) -> EnergyPerResponseDistribution:
         p, row = value.percentiles, configuration.row
-        assert isinstance(row, ConfigurationRow)
+        assert isinstance(row, LlmRow)
         return cls(
             configuration=configuration,
             energy_per_token_joules=row.energy_per_token_joules,

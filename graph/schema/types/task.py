@@ -6,13 +6,14 @@ import strawberry
 
 from db.catalog import Catalog
 from db.tables import TaskRow
+from graph.schema.types.node import Node, global_id
 
 
 @strawberry.type(
     description="A benchmark workload of the ML.ENERGY Leaderboard, such as "
     "`lm-arena-chat` (LLM chat on LM Arena prompts)."
 )
-class Task:
+class Task(Node):
     name: str = strawberry.field(description="Task identifier, as in upstream `tasks/{name}.json`.")
     display_name: str = strawberry.field(
         description="Human-readable task name (upstream `task_display_name`)."
@@ -24,7 +25,12 @@ class Task:
 
     @classmethod
     def from_row(cls, row: TaskRow) -> Task:
-        return cls(name=row.name, display_name=row.display_name, architecture=row.architecture)
+        return cls(
+            id=global_id("Task", row.name),
+            name=row.name,
+            display_name=row.display_name,
+            architecture=row.architecture,
+        )
 
     @classmethod
     def of(cls, catalog: Catalog, task_id: int) -> Task:

@@ -1,90 +1,21 @@
-"""SQLAlchemy tables: one release of the upstream data, its provenance and its measurements."""
+"""A release's measurements: tasks, models, their per-model files, GPU types and the
+configurations of each kind of task."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, MetaData, String, Text, UniqueConstraint
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-intpk = Annotated[int, mapped_column(primary_key=True)]
-name = Annotated[str, mapped_column(Text)]
-text = Annotated[str | None, mapped_column(Text)]
-release_fk = Annotated[int, mapped_column(ForeignKey("releases.id", ondelete="CASCADE"))]
-json_value = Annotated[Any, mapped_column(JSON)]
-
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
+from sqlalchemy import (
+    JSON,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
 )
+from sqlalchemy.orm import Mapped, mapped_column
 
-
-class Base(DeclarativeBase):
-    metadata = metadata
-
-
-class ReleaseRow(Base):
-    """One ingested snapshot of the upstream data, with the manifest it came with."""
-
-    __tablename__ = "releases"
-
-    id: Mapped[intpk]
-    digest: Mapped[str] = mapped_column(String(64), unique=True)
-    # The files' digest alone (`digest` also covers the manifest).
-    data_digest: Mapped[str] = mapped_column(String(64), index=True)
-    location: Mapped[str] = mapped_column(Text)
-    upstream_commit: Mapped[str | None] = mapped_column(String(40))
-    last_updated: Mapped[str] = mapped_column(Text)
-    ingested_at: Mapped[datetime]
-    manifest_version: Mapped[text]
-    manifest_updated: Mapped[text]
-    manifest_data_version: Mapped[text]
-    # The upstream index.json's structure, kept so the release can be exported as it came.
-    index_tasks: Mapped[list[str]] = mapped_column(JSON)
-    index_architectures: Mapped[dict[str, list[str]]] = mapped_column(JSON)
-    index_fields: Mapped[dict[str, Any]] = mapped_column(JSON)
-    # Identities of the data that some rows break (analysis.identities), found at ingest.
-    checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
-
-    def __repr__(self) -> str:
-        return f"ReleaseRow(id={self.id}, last_updated={self.last_updated!r})"
-
-
-class SourceRow(Base):
-    """The dataset's provenance: the `source` object of a LeadGreen v1 manifest, unchanged."""
-
-    __tablename__ = "sources"
-
-    release_id: Mapped[int] = mapped_column(
-        ForeignKey("releases.id", ondelete="CASCADE"), primary_key=True
-    )
-    name: Mapped[text]
-    publisher: Mapped[text]
-    url: Mapped[text]
-    data_url: Mapped[text]
-    version: Mapped[text]
-    released: Mapped[text]
-    compiled: Mapped[text]
-    compiled_evidence: Mapped[text]
-    retrieved: Mapped[text]
-    licence: Mapped[text]
-    licence_evidence: Mapped[list[str] | None] = mapped_column(JSON)
-    workload: Mapped[text]
-    method: Mapped[text]
-    selection: Mapped[text]
-    cite: Mapped[text]
-    cite_url: Mapped[text]
-    used_for: Mapped[text]
-    configurations: Mapped[text]
-
-    def __repr__(self) -> str:
-        return f"SourceRow(release_id={self.release_id}, name={self.name!r})"
+from db.tables.base import Base, intpk, json_value, name, release_fk, text
 
 
 class TaskRow(Base):
@@ -183,6 +114,8 @@ class ConfigurationRow(Base):
     )
 
     id: Mapped[intpk]
+    # What identifies the configuration in every release (db.keys): stable across releases.
+    key: Mapped[str] = mapped_column(Text, index=True)
     release_id: Mapped[release_fk]
     task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
     model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
@@ -196,7 +129,8 @@ class ConfigurationRow(Base):
     expert_parallel: Mapped[int]
     parallel_notes: Mapped[str] = mapped_column(Text, default="")
     avg_batch_size: Mapped[float]
-    avg_output_len: Mapped[float]
+    # Absent from the files before 2025-12-17.
+    avg_output_len: Mapped[float | None]
     avg_power_watts: Mapped[float]
     energy_per_request_joules: Mapped[float]
     energy_per_token_joules: Mapped[float]
@@ -224,6 +158,7 @@ class DiffusionConfigurationRow(Base):
     )
 
     id: Mapped[intpk]
+    key: Mapped[str] = mapped_column(Text, index=True)
     release_id: Mapped[release_fk]
     task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
     model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
@@ -249,18 +184,3 @@ class DiffusionConfigurationRow(Base):
 
     def __repr__(self) -> str:
         return f"DiffusionConfigurationRow(id={self.id}, gpu={self.gpu!r}, output={self.output!r})"
-
-
-class OrphanDocumentRow(Base):
-    """A per-model file of the snapshot that no task file refers to, kept as published."""
-
-    __tablename__ = "orphan_documents"
-    __table_args__ = (UniqueConstraint("release_id", "path"),)
-
-    id: Mapped[intpk]
-    release_id: Mapped[release_fk]
-    path: Mapped[str] = mapped_column(Text)
-    document: Mapped[dict[str, Any]] = mapped_column(JSON)
-
-    def __repr__(self) -> str:
-        return f"OrphanDocumentRow(release_id={self.release_id}, path={self.path!r})"

@@ -1,0 +1,123 @@
+"""A release's files as they were published: stored once (blobs, shared by every release that
+holds the same bytes), read back, and written to a folder safely (a temporary folder renamed
+into place; no link followed; nothing left half-written)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from db.errors import IngestError
+from db.snapshot import Snapshot, sha256
+from db.tables import BlobRow, ReleaseFileRow, ReleaseRow
+
+# Rows written per statement.
+BATCH = 2_000
+
+
+async def store_files(session: AsyncSession, release_id: int, snapshot: Snapshot) -> None:
+    """Keep a snapshot's files for a release, each file's bytes stored once in all the database."""
+    shas = {path: sha256(raw) for path, raw in snapshot.files.items()}
+    known: set[str] = set()
+    unique = sorted(set(shas.values()))
+    for start in range(0, len(unique), BATCH):
+        chunk = unique[start : start + BATCH]
+        known.update(await session.scalars(select(BlobRow.sha256).where(BlobRow.sha256.in_(chunk))))
+    new = {sha: path for path, sha in shas.items() if sha not in known}
+    for batch in batches(
+        {"sha256": sha, "size": len(snapshot.files[path]), "data": snapshot.files[path]}
+        for sha, path in new.items()
+    ):
+        await session.execute(insert(BlobRow), batch)
+    for batch in batches(
+        {"release_id": release_id, "path": path, "sha256": sha, "size": len(snapshot.files[path])}
+        for path, sha in shas.items()
+    ):
+        await session.execute(insert(ReleaseFileRow), batch)
+
+
+def batches(rows: Iterable[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class ExportError(Exception):
+    pass
+
+
+async def release_files(session: AsyncSession, *, release_id: int) -> dict[str, bytes]:
+    """Every file of the release, by its path in the upstream layout, byte for byte."""
+    release = await session.get(ReleaseRow, release_id)
+    if release is None:
+        raise ExportError(f"there is no release {release_id}")
+    if not release.files_kept:
+        raise ExportError(
+            f"release {release_id} was ingested before LeadGreen kept files as published: "
+            "ingest its source again to keep them"
+        )
+    rows = await session.execute(
+        select(ReleaseFileRow.path, BlobRow.data)
+        .join(BlobRow, BlobRow.sha256 == ReleaseFileRow.sha256)
+        .where(ReleaseFileRow.release_id == release_id)
+        .order_by(ReleaseFileRow.path)
+    )
+    return {path: bytes(data) for path, data in rows}
+
+
+async def release_file(session: AsyncSession, *, release_id: int, path: str) -> bytes | None:
+    """One file of the release, or None."""
+    data = await session.scalar(
+        select(BlobRow.data)
+        .join(ReleaseFileRow, BlobRow.sha256 == ReleaseFileRow.sha256)
+        .where(ReleaseFileRow.release_id == release_id, ReleaseFileRow.path == path)
+    )
+    return None if data is None else bytes(data)
+
+
+def write_files(files: Mapping[str, bytes], target: Path, *, replace: bool = False) -> None:
+    """Write `files` under `target`, which must not exist or be an empty folder (or, with
+    `replace`, is replaced whole). The files go to a temporary folder beside it first, which is
+    renamed into place: a failure (a full disk) leaves `target` as it was."""
+    if target.is_symlink():
+        raise ExportError(f"{target} is a link: give a folder")
+    if target.exists() and not target.is_dir():
+        raise ExportError(f"{target} is not a folder")
+    if target.exists() and any(target.iterdir()) and not replace:
+        raise ExportError(f"{target} is not empty: give an empty folder, or --replace")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        for path, data in files.items():
+            parts = PurePosixPath(path).parts
+            if not parts or any(p in ("", ".", "..") for p in parts) or path.startswith("/"):
+                raise IngestError(path, "not a path inside the release")
+            file = staging.joinpath(*parts)
+            file.parent.mkdir(parents=True, exist_ok=True)
+            # O_EXCL: a file is created, never opened through something already there.
+            fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+        if target.exists():
+            old = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
+            target.rename(old)
+            staging.rename(target)
+            shutil.rmtree(old)
+        else:
+            staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

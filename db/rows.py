@@ -1,0 +1,80 @@
+"""A release's configurations in memory: one small object per row, read without the ORM.
+
+A catalog holds every row of a release (92,900 at fifty times the data of 2026-02-16), so rows
+are slotted objects read with plain SELECTs, and each row's output-length histogram stays the
+JSON text it is stored as until something asks for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import orjson
+
+
+@dataclass(slots=True, eq=False)
+class Row:
+    """What every configuration row has."""
+
+    id: int
+    key: str
+    release_id: int
+    task_id: int
+    model_id: int
+    gpu: str
+    task_row: int
+    model_row: int
+    num_gpus: int
+    avg_power_watts: float
+    extra: dict[str, Any] | None
+
+
+@dataclass(slots=True, eq=False)
+class LlmRow(Row):
+    max_num_seqs: int
+    tensor_parallel: int
+    data_parallel: int
+    expert_parallel: int
+    parallel_notes: str
+    avg_batch_size: float
+    avg_output_len: float | None
+    energy_per_request_joules: float
+    energy_per_token_joules: float
+    median_itl_ms: float
+    p90_itl_ms: float
+    p95_itl_ms: float
+    p99_itl_ms: float
+    output_throughput_tokens_per_sec: float
+    # The histogram as stored (JSON text), read when asked for.
+    length_bins_json: str | None
+    length_counts_json: str | None
+
+    @property
+    def length_bins(self) -> list[float] | None:
+        return None if self.length_bins_json is None else orjson.loads(self.length_bins_json)
+
+    @property
+    def length_counts(self) -> list[int] | None:
+        return None if self.length_counts_json is None else orjson.loads(self.length_counts_json)
+
+
+@dataclass(slots=True, eq=False)
+class DiffusionRow(Row):
+    output: str
+    batch_size: int
+    inference_steps: int
+    ulysses_degree: int
+    ring_degree: int
+    height: int
+    width: int
+    fps: int | None
+    num_frames: int | None
+    batch_latency_s: float
+    energy_per_output_joules: float
+    throughput_outputs_per_sec: float
+
+
+def columns(row_type: type[Row]) -> list[str]:
+    """The row type's fields, in order: each a column of its table (a `_json` one as text)."""
+    return [f.name for f in fields(row_type)]

@@ -1,0 +1,38 @@
+"""The SQLAlchemy tables: one release of the upstream data, its provenance, its files and its
+measurements. Every table is here by name; db.migrations builds them.
+
+May import sqlalchemy only (no other module of LeadGreen's).
+"""
+
+from db.tables.base import Base, metadata
+from db.tables.measurements import (
+    ConfigurationRow,
+    DiffusionConfigurationRow,
+    GpuRow,
+    ModelRow,
+    ModelTaskRow,
+    TaskRow,
+)
+from db.tables.releases import (
+    BlobRow,
+    ReleaseChangesRow,
+    ReleaseFileRow,
+    ReleaseRow,
+    SourceRow,
+)
+
+__all__ = [
+    "Base",
+    "BlobRow",
+    "ConfigurationRow",
+    "DiffusionConfigurationRow",
+    "GpuRow",
+    "ModelRow",
+    "ModelTaskRow",
+    "ReleaseChangesRow",
+    "ReleaseFileRow",
+    "ReleaseRow",
+    "SourceRow",
+    "TaskRow",
+    "metadata",
+]

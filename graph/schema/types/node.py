@@ -1,0 +1,30 @@
+"""Relay's Node: every object a client can fetch again by its id (`node(id:)`), with ids that
+are the same in every release and every database where the object appears."""
+
+from __future__ import annotations
+
+import strawberry
+
+# The types a global id can name, by the prefix it starts with.
+PREFIXES = ("Configuration", "Model", "Gpu", "Task", "Release")
+
+
+@strawberry.interface(
+    description="An object with a global id: `node(id:)` fetches it again. Ids are stable: "
+    "the same in every release and every LeadGreen database where the object appears."
+)
+class Node:
+    id: strawberry.ID = strawberry.field(
+        description="Global id: `Type:key`, where the key is what identifies the object "
+        "upstream (see the README's Identities). Treat it as an opaque string."
+    )
+
+
+def global_id(prefix: str, key: str) -> strawberry.ID:
+    return strawberry.ID(f"{prefix}:{key}")
+
+
+def parse_id(value: str) -> tuple[str, str] | None:
+    """(prefix, key) of a global id, or None when it is not one."""
+    prefix, sep, key = value.partition(":")
+    return (prefix, key) if sep and key and prefix in PREFIXES else None
