@@ -18,7 +18,7 @@ RUN pip install --no-cache-dir -c constraints.txt . \
     && useradd --system --uid 10001 --home-dir /data leadgreen \
     && mkdir -p /data && chown leadgreen /data
 
-USER leadgreen
+USER 10001
 VOLUME /data
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=3s --start-period=60s --retries=3 \
