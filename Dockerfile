@@ -1,4 +1,14 @@
-# LeadGreen API: `leadgreen serve` on SQLite in /data, non-root, rate-limited, with a health check.
+# LeadGreen API: `leadgreen serve` on SQLite in /data, non-root, rate-limited, with a health check,
+# and GraphiQL served from the image's own assets.
+
+# GraphiQL (web/graphiql/): the locked npm packages, bundled into static files by its build.
+FROM node:20.20.2-bookworm-slim AS graphiql
+WORKDIR /web/graphiql
+COPY web/graphiql/package.json web/graphiql/package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY web/graphiql/ ./
+RUN node build.mjs /graphiql
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -14,6 +24,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY analysis ./analysis
 COPY db ./db
 COPY graph ./graph
+COPY --from=graphiql /graphiql ./graph/server/static/graphiql
 RUN pip install --no-cache-dir -c constraints.txt . \
     && useradd --system --uid 10001 --home-dir /data leadgreen \
     && mkdir -p /data && chown leadgreen /data

@@ -73,10 +73,15 @@ def configuration_key(task: str, settings: Sequence[tuple[str, Any]], occurrence
 def configuration_keys(task: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each row's `configuration_key`, the rows in file order."""
     seen: dict[tuple[tuple[str, Any], ...], int] = defaultdict(int)
+    # The key's text of each settings once (a release has many rows alike but for occurrence).
+    texts: dict[tuple[tuple[str, Any], ...], str] = {}
     keys = []
     for row in rows:
-        settings = settings_of(row)
-        keys.append(configuration_key(task, settings, seen[settings]))
+        settings = tuple([(k, row[k]) for k in KEY_FIELDS if k in row])
+        text = texts.get(settings)
+        if text is None:
+            text = texts[settings] = configuration_key(task, settings, 0)[:-1]
+        keys.append(f"{text}{seen[settings]}")
         seen[settings] += 1
     return keys
 

@@ -37,10 +37,20 @@ import hashlib
 import json
 import random
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+from bench.scale_files import (
+    JsonStyle,
+    copy_id,
+    model_file,
+    read_json,
+    renamed,
+    stream_document,
+    write_json,
+)
 
 # Floats that are facts of the model or settings of the run, not measurements.
 UNCHANGED = frozenset({"activated_params_billions", "total_params_billions", "avg_batch_size"})
@@ -50,7 +60,6 @@ LOW, HIGH = 0.9, 1.1
 ATTEMPTS = 1000
 # Keys of a model file's row that are not flat figures of the task-file row.
 NESTED = ("parallelization", "output_length_distribution")
-_SENTINELS = ("\x01leadgreen-scale-first\x01", "\x01leadgreen-scale-second\x01")
 
 Row = dict[str, Any]
 
@@ -63,135 +72,6 @@ class Stats:
     configurations: int
     bytes: int
     files: int
-
-
-@dataclass(frozen=True)
-class JsonStyle:
-    """How a JSON file is written, as far as json.dumps can tell it apart."""
-
-    indent: str | None
-    sort_keys: bool
-    ensure_ascii: bool
-    separators: tuple[str, str]
-    final_newline: bool
-
-    def dumps(self, value: Any) -> str:
-        return json.dumps(
-            value,
-            indent=self.indent,
-            sort_keys=self.sort_keys,
-            ensure_ascii=self.ensure_ascii,
-            separators=self.separators,
-            allow_nan=False,
-        )
-
-    def document(self, value: Any) -> str:
-        return self.dumps(value) + ("\n" if self.final_newline else "")
-
-
-def detect_style(raw: bytes, value: Any) -> JsonStyle:
-    """The style `raw` (whose parsed `value` is given) was written in."""
-    text = raw.decode()
-    indent: str | None = None
-    first, newline, rest = text.lstrip().partition("\n")
-    if newline and first in ("{", "["):
-        line = rest.partition("\n")[0]
-        indent = line[: len(line) - len(line.lstrip(" \t"))] or None
-    if indent is not None:
-        separators = (",", ": ")
-    else:
-        compact = '":' in text and '": ' not in text
-        separators = (",", ":") if compact else (", ", ": ")
-    return JsonStyle(
-        indent=indent,
-        sort_keys=_keys_sorted(value),
-        # Non-ASCII text written as is means no escaping; otherwise json.dumps' default.
-        ensure_ascii=text.isascii(),
-        separators=separators,
-        final_newline=text.endswith("\n"),
-    )
-
-
-def _keys_sorted(value: Any) -> bool:
-    """Whether every object's keys are in sorted order (then new keys are sorted in too)."""
-    if isinstance(value, dict):
-        keys = list(value)
-        return keys == sorted(keys) and all(_keys_sorted(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_keys_sorted(v) for v in value)
-    return True
-
-
-class _Counter:
-    """A binary file that counts the bytes written to it."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
-        self.count = 0
-
-    def write(self, text: str) -> None:
-        data = text.encode()
-        self.stream.write(data)
-        self.count += len(data)
-
-
-def _stream_document(
-    path: Path, skeleton: dict[str, Any], key: str, items: Iterable[Row], style: JsonStyle
-) -> int:
-    """Write `skeleton` with `items` as the list under `key`, one item at a time; bytes."""
-    # Lay the document out around two placeholder items; what lies between them is the
-    # separator the list's items get at their depth.
-    text = style.document({**skeleton, key: list(_SENTINELS)})
-    first, second = (style.dumps(s) for s in _SENTINELS)
-    head, _, rest = text.partition(first)
-    separator, _, tail = rest.partition(second)
-    assert head and separator and text.count(first) == text.count(second) == 1
-    depth = separator.rpartition("\n")[2] if "\n" in separator else ""
-    with path.open("wb") as stream:
-        out = _Counter(stream)
-        out.write(head)
-        for i, item in enumerate(items):
-            if i:
-                out.write(separator)
-            out.write(style.dumps(item).replace("\n", "\n" + depth))
-        out.write(tail)
-        return out.count
-
-
-def _read(path: Path) -> tuple[Any, JsonStyle]:
-    raw = path.read_bytes()
-    value = json.loads(raw)
-    return value, detect_style(raw, value)
-
-
-def _write(path: Path, value: Any, style: JsonStyle) -> int:
-    data = style.document(value).encode()
-    path.write_bytes(data)
-    return len(data)
-
-
-def model_file(model_id: str, task: str) -> str:
-    return f"models/{model_id.replace('/', '__')}__{task}.json"
-
-
-def copy_id(model_id: str, i: int) -> str:
-    return model_id if i == 0 else f"{model_id}-x{i}"
-
-
-def copy_nickname(nickname: str, i: int) -> str:
-    return nickname if i == 0 else f"{nickname} x{i}"
-
-
-def _renamed(document: dict[str, Any], i: int) -> dict[str, Any]:
-    """`document` (an index entry, a row or a model file) as copy i says its model."""
-    if i == 0:
-        return document
-    renamed = dict(document)
-    if "model_id" in renamed:
-        renamed["model_id"] = copy_id(renamed["model_id"], i)
-    if "nickname" in renamed:
-        renamed["nickname"] = copy_nickname(renamed["nickname"], i)
-    return renamed
 
 
 def _identity(row: Row) -> bytes:
@@ -304,7 +184,7 @@ def _copy_rows(
         source, _ = models[model_id]
         k = position[model_id] = position.get(model_id, -1) + 1
         if model_id not in docs:
-            docs[model_id] = _renamed(dict(source, configurations=[]), i)
+            docs[model_id] = renamed(dict(source, configurations=[]), i)
         detail = source["configurations"][k]
         new: dict[str, float] = {}
         for _ in range(ATTEMPTS):
@@ -315,7 +195,7 @@ def _copy_rows(
         else:
             raise RuntimeError(f"{task}: copy {i} of a {model_id} row repeats another row")
         seen.add(identity)
-        out_rows.append(_renamed({**row, **new}, i))
+        out_rows.append(renamed({**row, **new}, i))
         docs[model_id]["configurations"].append(
             {**detail, **{f: v for f, v in new.items() if f in detail}}
         )
@@ -342,7 +222,7 @@ def _task_rows(
     for i in range(k):
         out_rows, docs = _copy_rows(rows, sources, task, i, seed, seen)
         for model_id, doc in docs.items():
-            tally.bytes += _write(
+            tally.bytes += write_json(
                 target / model_file(copy_id(model_id, i), task), doc, sources[model_id][1]
             )
             tally.files += 1
@@ -357,26 +237,26 @@ def write_scaled(source: Path, target: Path, k: int, seed: int = 0) -> Stats:
         raise FileExistsError(f"{target} is not empty")
     (target / "tasks").mkdir(parents=True, exist_ok=True)
     (target / "models").mkdir(exist_ok=True)
-    index, index_style = _read(source / "index.json")
+    index, index_style = read_json(source / "index.json")
     originals: dict[str, Any] = index["models"]
     models = {
-        copy_id(model_id, i): _renamed(facts, i)
+        copy_id(model_id, i): renamed(facts, i)
         for i in range(k)
         for model_id, facts in originals.items()
     }
-    tally = _Tally(_write(target / "index.json", dict(index, models=models), index_style), 1)
+    tally = _Tally(write_json(target / "index.json", dict(index, models=models), index_style), 1)
     configurations = 0
     for task in index["tasks"]:
-        task_doc, task_style = _read(source / "tasks" / f"{task}.json")
+        task_doc, task_style = read_json(source / "tasks" / f"{task}.json")
         rows: list[Row] = task_doc["configurations"]
         counts: dict[str, int] = {}
         for row in rows:
             counts[row["model_id"]] = counts.get(row["model_id"], 0) + 1
-        sources = {m: _read(source / model_file(m, task)) for m in counts}
+        sources = {m: read_json(source / model_file(m, task)) for m in counts}
         for m, (doc, _) in sources.items():
             if len(doc["configurations"]) != counts[m]:
                 raise ValueError(f"{model_file(m, task)} does not pair with tasks/{task}.json")
-        tally.bytes += _stream_document(
+        tally.bytes += stream_document(
             target / "tasks" / f"{task}.json",
             task_doc,
             "configurations",

@@ -37,22 +37,47 @@ def normalize_url(url: str) -> str:
 
 
 def create_engine(
-    url: str, *, statement_timeout: float | None = None, **kwargs: Any
+    url: str,
+    *,
+    statement_timeout: float | None = None,
+    wait_timeout: float | None = None,
+    **kwargs: Any,
 ) -> AsyncEngine:
-    """An engine for `url`; on PostgreSQL, `statement_timeout` (seconds) bounds every statement
-    and every connection attempt of its connections."""
+    """An engine for `url`.
+
+    `wait_timeout` (seconds) bounds every wait for the database, so that one that stops
+    answering (a network dropping packets, a server hung) is given up on in that time: opening
+    a connection, waiting for one from the pool, each statement's answer (asyncpg's
+    command_timeout, on the client: the server may never see the statement), and on SQLite the
+    wait for another connection's lock. On PostgreSQL `statement_timeout` (seconds) also bounds
+    every statement on the server, and connecting when `wait_timeout` is not given.
+    """
     url = normalize_url(url)
-    if statement_timeout is not None and make_url(url).get_backend_name() == "postgresql":
-        milliseconds = str(max(1, round(statement_timeout * 1000)))
-        kwargs["connect_args"] = {
-            **kwargs.get("connect_args", {}),
-            "timeout": statement_timeout,
-            "server_settings": {"statement_timeout": milliseconds},
-        }
+    backend = make_url(url).get_backend_name()
+    connect_args = dict(kwargs.pop("connect_args", {}))
+    if backend == "postgresql":
+        if statement_timeout is not None:
+            milliseconds = str(max(1, round(statement_timeout * 1000)))
+            connect_args["server_settings"] = {"statement_timeout": milliseconds}
+        connect = wait_timeout if wait_timeout is not None else statement_timeout
+        if connect is not None:
+            connect_args["timeout"] = connect
+        if wait_timeout is not None:
+            connect_args["command_timeout"] = wait_timeout
+    elif backend == "sqlite" and wait_timeout is not None:
+        connect_args["timeout"] = wait_timeout  # how long a statement waits for a lock
+    if wait_timeout is not None and (backend == "postgresql" or _a_file(url)):
+        kwargs.setdefault("pool_timeout", wait_timeout)  # a queue pool's wait
+    if connect_args:
+        kwargs["connect_args"] = connect_args
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def _a_file(url: str) -> bool:
+    return make_url(url).database not in (None, "", ":memory:")
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

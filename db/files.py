@@ -16,29 +16,38 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.errors import IngestError
-from db.snapshot import Snapshot, sha256
+from db.snapshot import Snapshot
 from db.tables import BlobRow, ReleaseFileRow, ReleaseRow
 
-# Rows written per statement.
+# Rows written per statement, and the most bytes of files one statement carries.
 BATCH = 2_000
+BATCH_BYTES = 8 * 1024 * 1024
 
 
 async def store_files(session: AsyncSession, release_id: int, snapshot: Snapshot) -> None:
-    """Keep a snapshot's files for a release, each file's bytes stored once in all the database."""
-    shas = {path: sha256(raw) for path, raw in snapshot.files.items()}
+    """Keep a snapshot's files for a release, each file's bytes stored once in all the database;
+    the files are read one batch at a time, a batch bounded in bytes."""
+    shas = {path: snapshot.sha256(path) for path in snapshot.files}
     known: set[str] = set()
     unique = sorted(set(shas.values()))
     for start in range(0, len(unique), BATCH):
         chunk = unique[start : start + BATCH]
         known.update(await session.scalars(select(BlobRow.sha256).where(BlobRow.sha256.in_(chunk))))
     new = {sha: path for path, sha in shas.items() if sha not in known}
+    blobs: list[dict[str, Any]] = []
+    size = 0
+    for sha, path in new.items():
+        data = snapshot.files[path]
+        if blobs and size + len(data) > BATCH_BYTES:
+            await session.execute(insert(BlobRow), blobs)
+            blobs, size = [], 0
+        blobs.append({"sha256": sha, "size": len(data), "data": data})
+        size += len(data)
+    if blobs:
+        await session.execute(insert(BlobRow), blobs)
+    del blobs
     for batch in batches(
-        {"sha256": sha, "size": len(snapshot.files[path]), "data": snapshot.files[path]}
-        for sha, path in new.items()
-    ):
-        await session.execute(insert(BlobRow), batch)
-    for batch in batches(
-        {"release_id": release_id, "path": path, "sha256": sha, "size": len(snapshot.files[path])}
+        {"release_id": release_id, "path": path, "sha256": sha, "size": snapshot.size(path)}
         for path, sha in shas.items()
     ):
         await session.execute(insert(ReleaseFileRow), batch)
@@ -78,14 +87,18 @@ async def release_files(session: AsyncSession, *, release_id: int) -> dict[str, 
     return {path: bytes(data) for path, data in rows}
 
 
-async def release_file(session: AsyncSession, *, release_id: int, path: str) -> bytes | None:
-    """One file of the release, or None."""
-    data = await session.scalar(
-        select(BlobRow.data)
-        .join(ReleaseFileRow, BlobRow.sha256 == ReleaseFileRow.sha256)
-        .where(ReleaseFileRow.release_id == release_id, ReleaseFileRow.path == path)
-    )
-    return None if data is None else bytes(data)
+async def release_file(
+    session: AsyncSession, *, release_id: int, path: str
+) -> tuple[str, bytes] | None:
+    """One file of the release with its SHA-256 (hex, as stored at ingest), or None."""
+    row = (
+        await session.execute(
+            select(BlobRow.sha256, BlobRow.data)
+            .join(ReleaseFileRow, BlobRow.sha256 == ReleaseFileRow.sha256)
+            .where(ReleaseFileRow.release_id == release_id, ReleaseFileRow.path == path)
+        )
+    ).first()
+    return None if row is None else (row.sha256, bytes(row.data))
 
 
 def write_files(files: Mapping[str, bytes], target: Path, *, replace: bool = False) -> None:

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis import identities
 from db.files import store_files
+from db.layout import dumped
 from db.provenance import (
     derived_source,
     manifest_applies,
@@ -138,13 +139,13 @@ async def ingest(
         report.models = len(models)
         checks: list[identities.Violations] = []
         for name in snapshot.task_names:
-            task = snapshot.task(name)
-            await add_task(session, release.id, task, models, report.warnings)
-            report.configurations[task.name] = len(task.measurements)
+            task = snapshot.start_task(name)
+            written = await add_task(session, release.id, task, models, report.warnings)
+            report.configurations[task.name] = written
             if task.kind.checks_identities:
-                checks += identities.check(
-                    f"tasks/{task.name}.json", [m.row.model_dump() for m in task.measurements]
-                )
+                rows = [dumped(row) for row in task.rows]
+                checks += identities.check(task.path, rows)
+            del task
         release.checks = [asdict(v) for v in checks]
         report.warnings += [_describe(v) for v in checks]
         await record_changes(session, release)

@@ -12,7 +12,7 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.kinds import Kind
-from db.rows import Row, columns
+from db.rows import Row, RowMaker, columns
 from db.tables import (
     GpuRow,
     ModelRow,
@@ -22,6 +22,9 @@ from db.tables import (
     SourceRow,
     TaskRow,
 )
+
+# Configurations read per fetch, when a catalog is read.
+ROWS_READ = 5_000
 
 
 async def latest_release(session: AsyncSession) -> ReleaseRow | None:
@@ -84,18 +87,23 @@ async def model_tasks(session: AsyncSession, *, release_id: int) -> list[ModelTa
 
 async def all_configurations(session: AsyncSession, *, release_id: int, kind: Kind) -> list[Row]:
     """Every configuration of the release of one kind, in upstream order (task, then file row),
-    as the kind's row objects (db.rows): no ORM, histograms as their JSON text."""
+    as the kind's row objects (db.rows): no ORM, histograms as their JSON text, read a batch at
+    a time (db.rows.RowMaker shares their repeated strings)."""
     table = kind.table
     selected = [
         cast(getattr(table, name.removesuffix("_json")), Text)
-        if name.endswith("_json")
+        if name.endswith("_json") or name == "extra"
         else getattr(table, name)
         for name in columns(kind.row_type)
     ]
     query = select(*selected).where(table.release_id == release_id)
-    result = await session.execute(query.order_by(table.task_id, table.task_row))
-    make = kind.row_type
-    return [make(*values) for values in result]
+    query = query.order_by(table.task_id, table.task_row).execution_options(yield_per=ROWS_READ)
+    make = RowMaker(kind.row_type)
+    rows: list[Row] = []
+    result = await session.stream(query)
+    async for values in result.partitions():
+        rows += map(make, values)
+    return rows
 
 
 async def configuration_versions(

@@ -1,14 +1,15 @@
 """Read an upstream snapshot: every file's bytes as published, its index checked, and each task
 read (validated, its task-file rows paired with its per-model files' rows) one at a time.
 
-A snapshot's files are kept as bytes; a task's rows are parsed only when the ingest asks for
-that task, so that one task's rows are in memory at a time, whatever the size of the data.
+A snapshot's files are kept as bytes in a spool (db.spool), not in memory; a task's rows are
+parsed only when the ingest asks for that task, so that one task's rows are in memory at a
+time, whatever the size of the data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,19 +18,21 @@ from typing import Protocol
 from db.content import content_digest
 from db.errors import IngestError
 from db.fetch import Fetcher, parse_json, upstream_commit
-from db.kinds import Kind, kind_of
-from db.shapes import (
-    Manifest,
-    ModelFile,
-    ModelFileRow,
-    TaskFile,
-    TaskRow,
-    UpstreamIndex,
-    validate,
+from db.shapes import Manifest, TaskFile, UpstreamIndex, validate
+from db.spool import Spool
+from db.taskfile import (
+    Measurement,
+    TaskData,
+    TaskReading,
+    model_file_name,
+    read_task,
+    start_task,
 )
 
-# Keys of a model file's row that the task-file row does not repeat as they are.
-_NESTED = ("parallelization", "output_length_distribution")
+# Files read at once (a directory's through threads, a URL's through the client's connections).
+READING = 16
+
+__all__ = ["Measurement", "Snapshot", "TaskData", "TaskReading", "load_snapshot", "model_file_name"]
 
 
 class Source(Protocol):
@@ -41,35 +44,14 @@ class Source(Protocol):
     def listing(self, folder: str) -> list[str] | None: ...
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """A task-file row paired with its row in the per-model file."""
-
-    row: TaskRow
-    task_row: int
-    model_row: int
-    detail: ModelFileRow
-    variant: str
-
-
-@dataclass(frozen=True)
-class TaskData:
-    name: str
-    display_name: str
-    architecture: str | None
-    file_architecture: str | None
-    kind: Kind
-    measurements: list[Measurement]
-    model_files: dict[str, tuple[str, ModelFile]]
-
-
 @dataclass
 class Snapshot:
     location: str
     commit: str | None
     index: UpstreamIndex
-    # Every file of the snapshot, by its path in the upstream layout, as published.
-    files: dict[str, bytes] = field(repr=False)
+    # Every file of the snapshot, by its path in the upstream layout, as published (a Spool
+    # when read by load_snapshot).
+    files: Mapping[str, bytes] = field(repr=False)
     # SHA-256 over the files' paths and bytes: equal digests, equal files.
     digest: str
     # SHA-256 over the files' content, whatever its formatting and row order: a release whose
@@ -83,14 +65,22 @@ class Snapshot:
 
     def task(self, name: str) -> TaskData:
         """The task's rows, validated and paired (an IngestError names what is wrong)."""
-        return _read_task(self, name)
+        return read_task(self.files, self.index, name, self.warnings)
 
     def tasks(self) -> list[TaskData]:
         return [self.task(name) for name in self.task_names]
 
+    def start_task(self, name: str) -> TaskReading:
+        """The task's file read and validated; its models' files read as `models()` goes."""
+        return start_task(self.files, self.index, name, self.warnings)
 
-def model_file_name(model_id: str, task: str) -> str:
-    return f"models/{model_id.replace('/', '__')}__{task}.json"
+    def sha256(self, path: str) -> str:
+        files = self.files
+        return files.sha256(path) if isinstance(files, Spool) else sha256(files[path])
+
+    def size(self, path: str) -> int:
+        files = self.files
+        return files.size(path) if isinstance(files, Spool) else len(files[path])
 
 
 def sha256(raw: bytes) -> str:
@@ -100,7 +90,8 @@ def sha256(raw: bytes) -> str:
 def files_digest(files: Mapping[str, bytes]) -> str:
     hasher = hashlib.sha256()
     for path in sorted(files):
-        hasher.update(path.encode() + b"\0" + sha256(files[path]).encode() + b"\0")
+        digest = files.sha256(path) if isinstance(files, Spool) else sha256(files[path])
+        hasher.update(path.encode() + b"\0" + digest.encode() + b"\0")
     return hasher.hexdigest()
 
 
@@ -118,23 +109,34 @@ async def load_snapshot(
 
 
 async def _load(location: str, source: Source, tasks: tuple[str, ...] | None) -> Snapshot:
-    files = {"index.json": await source.read("index.json")}
-    index = validate(UpstreamIndex, parse_json("index.json", files["index.json"]), "index.json")
-    names = list(index.tasks if tasks is None else tasks)
-    for name in names:
-        if name not in index.tasks:
-            raise IngestError("index.json", f"task {name!r} is not listed", field="tasks")
-        path = f"tasks/{name}.json"
-        files[path] = await source.read(path)
-        for model_id, row in _model_ids(path, files[path]):
-            if model_id not in index.models:
-                message = f"model {model_id!r} is not in index.json"
-                raise IngestError(path, message, row=row, field="model_id")
-            model_path = model_file_name(model_id, name)
-            files[model_path] = await source.read(model_path)
-    orphans = [p for p in source.listing("models") or [] if p not in files]
-    for path in orphans:
-        files[path] = await source.read(path)
+    files = Spool()
+    try:
+        raw = await source.read("index.json")
+        files.add("index.json", raw)
+        index = validate(UpstreamIndex, parse_json("index.json", raw), "index.json")
+        names = list(index.tasks if tasks is None else tasks)
+        for name in names:
+            if name not in index.tasks:
+                raise IngestError("index.json", f"task {name!r} is not listed", field="tasks")
+            path = f"tasks/{name}.json"
+            raw = await source.read(path)
+            files.add(path, raw)
+            model_paths, unknown = [], None
+            for model_id, row in _model_ids(path, raw):
+                if model_id not in index.models:
+                    message = f"model {model_id!r} is not in index.json"
+                    unknown = IngestError(path, message, row=row, field="model_id")
+                    break
+                model_paths.append(model_file_name(model_id, name))
+            await _read_all(source, model_paths, files)
+            if unknown is not None:
+                raise unknown
+        del raw
+        orphans = [p for p in source.listing("models") or [] if p not in files]
+        await _read_all(source, orphans, files)
+    except BaseException:
+        files.close()
+        raise
     warnings = [
         f"{path}: no task file refers to it; kept as published, not served as measurements"
         for path in orphans
@@ -152,6 +154,18 @@ async def _load(location: str, source: Source, tasks: tuple[str, ...] | None) ->
     )
 
 
+async def _read_all(source: Source, paths: list[str], files: Spool) -> None:
+    """Read `paths`, up to READING at a time, and keep them in order; a failure is raised as
+    reading them one after the other would (the first in order)."""
+    for start in range(0, len(paths), READING):
+        chunk = paths[start : start + READING]
+        read = await asyncio.gather(*(source.read(p) for p in chunk), return_exceptions=True)
+        for path, data in zip(chunk, read, strict=True):
+            if isinstance(data, BaseException):
+                raise data
+            files.add(path, data)
+
+
 def _model_ids(path: str, raw: bytes) -> list[tuple[str, int]]:
     """The models a task file's rows name, each with its first row, in order of appearance
     (rows without a model id are left for the task's validation to name)."""
@@ -162,91 +176,6 @@ def _model_ids(path: str, raw: bytes) -> list[tuple[str, int]]:
         if isinstance(model_id, str):
             ids.setdefault(model_id, i)
     return list(ids.items())
-
-
-def _read_task(snapshot: Snapshot, task: str) -> TaskData:
-    path = f"tasks/{task}.json"
-    doc = validate(TaskFile, parse_json(path, snapshot.files[path]), path)
-    if doc.task != task:
-        raise IngestError(path, f"says task {doc.task!r}, expected {task!r}", field="task")
-    index = snapshot.index
-    architecture = next((a for a, ts in index.architectures.items() if task in ts), None)
-    kind = kind_of(architecture, doc.architecture)
-    variants = [kind.variant_of(raw) for raw in doc.configurations]
-    rows = [
-        validate(kind.task_shapes[v], raw, path, row=i, prefix=f"configurations[{i}].")
-        for i, (raw, v) in enumerate(zip(doc.configurations, variants, strict=True))
-    ]
-    unknown: dict[str, int] = defaultdict(int)
-    by_model: dict[str, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        by_model[row.model_id].append(i)
-        for key in row.model_extra or {}:
-            unknown[key] += 1
-    snapshot.warnings.extend(
-        f"{path}: kept field {k!r}, unknown to LeadGreen, on {n} rows" for k, n in unknown.items()
-    )
-    model_files = {}
-    measurements: list[Measurement] = []
-    for model_id, own in by_model.items():
-        model_path = model_file_name(model_id, task)
-        model_doc = validate(
-            ModelFile, parse_json(model_path, snapshot.files[model_path]), model_path
-        )
-        if model_doc.model_id != model_id:
-            raise IngestError(
-                model_path,
-                f"says model {model_doc.model_id!r}, expected {model_id!r}",
-                field="model_id",
-            )
-        model_files[model_id] = (model_path, model_doc)
-        paired = [(i, rows[i], variants[i]) for i in own]
-        measurements += _pair(kind, path, paired, model_path, model_doc)
-    measurements.sort(key=lambda m: m.task_row)
-    return TaskData(
-        task, doc.task_display_name, architecture, doc.architecture, kind, measurements, model_files
-    )
-
-
-def _pair(
-    kind: Kind,
-    task_path: str,
-    own: list[tuple[int, TaskRow, str]],
-    model_path: str,
-    model_doc: ModelFile,
-) -> list[Measurement]:
-    """Pair the i-th task-file row of a model with the i-th row of its model file, checked."""
-    if len(own) != len(model_doc.configurations):
-        raise IngestError(
-            model_path,
-            f"{len(model_doc.configurations)} configurations, but "
-            f"{task_path} has {len(own)} for this model",
-            field="configurations",
-        )
-    paired = []
-    for model_row, ((task_row, row, variant), raw) in enumerate(
-        zip(own, model_doc.configurations, strict=True)
-    ):
-        detail = validate(
-            kind.model_shape, raw, model_path, row=model_row, prefix=f"configurations[{model_row}]."
-        )
-        # Everything the model file says of the row, flattened as the task file writes it.
-        flat = {k: v for k, v in raw.items() if k not in _NESTED}
-        flat.update((k, v) for k, v in raw["parallelization"].items() if k != "notes")
-        extra = row.model_extra or {}
-        for key, value in flat.items():
-            if key not in row.model_fields_set and key not in extra:
-                continue  # said by the model file only (a newer field): kept there
-            stated = getattr(row, key, extra.get(key))
-            if stated != value:
-                raise IngestError(
-                    model_path,
-                    f"{value!r} disagrees with {task_path} row {task_row} ({stated!r})",
-                    row=model_row,
-                    field=key,
-                )
-        paired.append(Measurement(row, task_row, model_row, detail, variant))
-    return paired
 
 
 def load_manifest(path: str | Path) -> tuple[Manifest, bytes]:

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis.changes import configuration_keys
+from db.bulk import insert_rows, json_text
 from db.errors import IngestError
-from db.files import batches
 from db.gpus import gpu_facts
-from db.kinds import Kind
+from db.layout import configuration, dumped, layout, model_facts
 from db.provenance import workload_gpus
-from db.shapes import MODEL_FACTS, Histogram, Manifest, ModelFile
-from db.snapshot import Measurement, Snapshot, TaskData
+from db.shapes import Manifest, ModelFile
+from db.snapshot import Snapshot, TaskReading
 from db.tables import GpuRow, ModelRow, ModelTaskRow, TaskRow
+
+MODEL_TASK_COLUMNS = ("model_id", "file", "length_bins", "length_counts", "fields", "task_id")
 
 
 def slugify(text: str) -> str:
@@ -26,10 +28,24 @@ def slugify(text: str) -> str:
 async def add_task(
     session: AsyncSession,
     release_id: int,
-    task: TaskData,
+    task: TaskReading,
     models: dict[str, ModelRow],
     warnings: list[str],
-) -> None:
+) -> int:
+    """Write a task, its models' files and its configurations (in task-file order, so that
+    their ids follow it), reading one model's file at a time; the configurations written.
+
+    Every file of the task is read and checked before anything of it is written."""
+    keys = configuration_keys(task.name, [dumped(row) for row in task.rows])
+    shape = layout(task.kind)
+    values: list[tuple[Any, ...]] = [()] * len(task.rows)
+    model_tasks = []
+    for part in task.models():
+        model = models[part.model_id]
+        model_tasks.append(_model_task(model.id, part.path, part.document))
+        ids, facts = (release_id, model.id), model_facts(model)
+        for m in part.measurements:
+            values[m.task_row] = configuration(shape, ids, facts, m, keys[m.task_row])
     task_row = TaskRow(
         release_id=release_id,
         name=task.name,
@@ -38,19 +54,15 @@ async def add_task(
         file_architecture=task.file_architecture,
     )
     session.add(task_row)
-    await _ensure_gpus(session, {m.row.gpu_model for m in task.measurements}, warnings)
+    await _ensure_gpus(session, {row.gpu_model for row in task.rows}, warnings)
     await session.flush()
-    session.add_all(
-        _model_task(models[model_id].id, task_row.id, path, doc)
-        for model_id, (path, doc) in task.model_files.items()
+    task_id = (task_row.id,)
+    await insert_rows(
+        session, ModelTaskRow, MODEL_TASK_COLUMNS, (row + task_id for row in model_tasks)
     )
-    keys = configuration_keys(task.name, [m.row.model_dump() for m in task.measurements])
-    rows = (
-        _configuration(task.kind, release_id, task_row.id, models[m.row.model_id], m, key)
-        for m, key in zip(task.measurements, keys, strict=True)
+    return await insert_rows(
+        session, task.kind.table, shape.columns, (row + task_id for row in values)
     )
-    for batch in batches(rows):
-        await session.execute(insert(task.kind.table), batch)
 
 
 async def _ensure_gpus(session: AsyncSession, names: set[str], warnings: list[str]) -> None:
@@ -112,50 +124,26 @@ async def add_models(
             page=stated.page if stated else None,
             manifest_position=position if stated else place.get(model_id),
         )
-    session.add_all(models.values())
-    await session.flush()
+    # One statement for all of them, their ids in the order given (the ORM's flush of each
+    # object costs more than the database's work at fifty times today's models).
+    table = cast(Table, ModelRow.__table__)
+    columns = [c.name for c in table.columns if c.name != "id"]
+    ids = await session.scalars(
+        insert(table).returning(table.c.id, sort_by_parameter_order=True),
+        [{c: getattr(row, c) for c in columns} for row in models.values()],
+    )
+    for row, model_id in zip(models.values(), ids, strict=True):
+        row.id = model_id
     return models
 
 
-def _model_task(model_id: int, task_id: int, path: str, doc: ModelFile) -> ModelTaskRow:
+def _model_task(model_id: int, path: str, doc: ModelFile) -> tuple[Any, ...]:
+    """A model file's row in MODEL_TASK_COLUMNS' order, but its task's id (the last)."""
     histogram = doc.output_length_distribution
-    return ModelTaskRow(
-        model_id=model_id,
-        task_id=task_id,
-        file=path,
-        length_bins=histogram.bins if histogram else None,
-        length_counts=histogram.counts if histogram else None,
-        fields=doc.model_extra or {},
+    return (
+        model_id,
+        path,
+        json_text(histogram.bins if histogram else None),
+        json_text(histogram.counts if histogram else None),
+        json_text(doc.model_extra or {}),
     )
-
-
-def _configuration(
-    kind: Kind, release_id: int, task_id: int, model: ModelRow, m: Measurement, key: str
-) -> dict[str, Any]:
-    """The row's values for its kind's table: its figures and settings by column, the model
-    file's details, and whatever else it says in `extra`."""
-    # A row that says other model facts than index.json keeps its own, so nothing is lost.
-    overrides = {
-        name: getattr(m.row, name)
-        for name in MODEL_FACTS
-        if name in m.row.model_fields_set and getattr(m.row, name) != getattr(model, name)
-    }
-    values = {
-        "key": key,
-        "release_id": release_id,
-        "task_id": task_id,
-        "model_id": model.id,
-        "gpu": m.row.gpu_model,
-        "task_row": m.task_row,
-        "model_row": m.model_row,
-        "extra": {**(m.row.model_extra or {}), **overrides} or None,
-        **kind.figures(m.variant, m.row),
-    }
-    if kind.detailed:
-        histogram: Histogram = getattr(m.detail, "output_length_distribution")  # noqa: B009
-        values |= {
-            "parallel_notes": getattr(m.detail, "parallelization").notes,  # noqa: B009
-            "length_bins": histogram.bins,
-            "length_counts": histogram.counts,
-        }
-    return values

@@ -1,11 +1,12 @@
 """The `leadgreen` command: ingest (a snapshot, or the upstream history), serve, export,
-export-schema: each a thin layer over a function of db or graph.server."""
+export-schema, doctor: each a thin layer over a function of db, graph.server or graph.doctor."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from db.history import Commit
 from db.ingest import IngestReport, ingest
 from db.replay import ingest_history
 from db.snapshot import load_manifest, load_snapshot
+from graph.server.workers import shared_metrics
 from graph.settings import Settings
 
 database_option = click.option(
@@ -53,13 +55,29 @@ async def run_ingest(
             async with make_session() as session:
                 if await reads.latest_release(session) is not None:
                     return None
-        async with make_session() as session:
-            echo(f"reading {source} ...")
-            snapshot = await load_snapshot(source)
-            manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)
-            return await ingest(session, snapshot, manifest, raw, str(settings.manifest))
+        started = time.perf_counter()
+        try:
+            async with make_session() as session:
+                echo(f"reading {source} ...")
+                snapshot = await load_snapshot(source)
+                manifest, raw = (
+                    load_manifest(settings.manifest) if settings.manifest else (None, None)
+                )
+                report = await ingest(session, snapshot, manifest, raw, str(settings.manifest))
+        except Exception:
+            _count_ingest("failed", started)
+            raise
+        _count_ingest("unchanged" if report.unchanged else "ingested", started)
+        return report
     finally:
         await engine.dispose()
+
+
+def _count_ingest(outcome: str, started: float) -> None:
+    # Imported here: `serve` names the metrics directory of its workers before.
+    from graph.server.metrics import record_ingest
+
+    record_ingest(outcome, time.perf_counter() - started)
 
 
 async def run_history(settings: Settings, git_dir: Path) -> list[IngestReport]:
@@ -115,8 +133,18 @@ def main() -> None:
 )
 @manifest_option
 @database_option
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the ingest's duration and outcome there, in Prometheus text format "
+    "(for node_exporter's textfile collector).",
+)
 def ingest_command(
-    source: str | None, history: Path | None, manifest: Path | None, database_url: str | None
+    source: str | None,
+    history: Path | None,
+    manifest: Path | None,
+    database_url: str | None,
+    metrics_file: Path | None = None,
 ) -> None:
     """Ingest SOURCE (a directory or http(s) base URL in the upstream layout) as a release,
     or with --history every commit of the upstream repository."""
@@ -130,6 +158,11 @@ def ingest_command(
         report = asyncio.run(run_ingest(settings, settings.source))
     except (IngestError, SQLAlchemyError, OSError) as exc:
         _fail(exc)
+    finally:
+        if metrics_file is not None:
+            from graph.server.metrics import write_ingest_metrics
+
+            write_ingest_metrics(metrics_file)
     assert report is not None
     _report(report)
 
@@ -148,6 +181,14 @@ def ingest_command(
 def serve(**options: Any) -> None:
     """Serve the API (ingesting the source first if the database is empty)."""
     settings = _settings(**options)
+    with shared_metrics(settings):
+        _serve(settings)
+
+
+def _serve(settings: Settings) -> None:
+    from graph.server.logs import logging_config
+    from graph.server.wire import uvicorn_settings
+
     try:
         report = asyncio.run(run_ingest(settings, settings.source, only_if_empty=True))
     except (IngestError, SQLAlchemyError, OSError) as exc:
@@ -160,12 +201,16 @@ def serve(**options: Any) -> None:
             os.environ[f"LEADGREEN_{name.upper()}"] = str(value)
     os.environ["LEADGREEN_CORS_ORIGINS"] = ",".join(settings.cors_origins)
     uvicorn.run(
-        "graph.server.app:create_app",
+        "graph.server.app:served_app",
         factory=True,
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level,
+        # JSON logs in every worker; each request's line is the app's own (graph/server/logs.py).
+        log_config=logging_config(settings.log_level),
+        access_log=False,
+        **uvicorn_settings(settings),
     )
 
 
@@ -207,6 +252,16 @@ def export_command(
     except (ExportError, IngestError, OSError) as exc:
         raise click.ClickException(f"export failed: {exc}; {directory} is as it was") from None
     click.echo(f"exported release {release_id}: {len(files)} files to {directory}")
+
+
+@main.command()
+@database_option
+def doctor(database_url: str | None) -> None:
+    """Check the settings, the database, the data source, Redis and GraphiQL's assets; print
+    one line per check (what is wrong and how to fix it); exit 1 on any problem."""
+    from graph.doctor import report
+
+    sys.exit(report(**({"database_url": database_url} if database_url else {})))
 
 
 @main.command("export-schema")

@@ -36,13 +36,18 @@ class Code(StrEnum):
     QUERY_TOO_DEEP = "QUERY_TOO_DEEP"
     TOO_MANY_ALIASES = "TOO_MANY_ALIASES"
     TOO_MANY_DIRECTIVES = "TOO_MANY_DIRECTIVES"
+    TOO_MANY_FIELDS = "TOO_MANY_FIELDS"
+    TOO_MANY_FIELD_MERGES = "TOO_MANY_FIELD_MERGES"
     QUERY_TOO_COMPLEX = "QUERY_TOO_COMPLEX"
+    # Validation's own errors (an unknown field, a wrong argument type, ...).
+    GRAPHQL_VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
     THROTTLED = "THROTTLED"
     # The HTTP layer's (graph/http): the request is not a GraphQL request it can run.
     BAD_REQUEST = "BAD_REQUEST"
     BAD_USER_INPUT = "BAD_USER_INPUT"
     BODY_TOO_LARGE = "BODY_TOO_LARGE"
     URL_TOO_LONG = "URL_TOO_LONG"
+    HEADERS_TOO_LARGE = "HEADERS_TOO_LARGE"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     BATCHING_DISABLED = "BATCHING_DISABLED"
@@ -50,19 +55,30 @@ class Code(StrEnum):
     PERSISTED_QUERY_NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
     PERSISTED_QUERY_NOT_SUPPORTED = "PERSISTED_QUERY_NOT_SUPPORTED"
     NOT_FOUND = "NOT_FOUND"
+    NO_DATA = "NO_DATA"
     # Faults: the request was fine, the service could not answer it now.
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    STARTING = "STARTING"  # /readyz: the process is still reading its release into memory
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     INTERNAL = "INTERNAL"
 
 
 UNAVAILABLE_MESSAGE = "The database is unavailable; try again shortly."
 TIMEOUT_MESSAGE = "The request took longer than its time limit."
-# PostgreSQL's SQLSTATEs for a connection that failed or a server going away or starting up.
-_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+# PostgreSQL's SQLSTATEs for a connection that failed, a server going away or starting up or
+# out of connections, and a database, schema or table gone from under the server (dropped or
+# not yet restored: not a request's fault, and over once the operator restores it); and a
+# transaction that one of these aborted (a request's reads share one).
+_UNAVAILABLE_STATES = (
+    *("08", "57P01", "57P02", "57P03", "53300"),
+    *("3D000", "3F000", "42P01", "25P02"),
+)
 _STATEMENT_TIMEOUT = "57014"
-# SQLite's file cannot be opened or read, or another process holds it too long.
-_SQLITE_AWAY = re.compile(r"unable to open database file|database is locked|disk I/O error")
+# SQLite's file cannot be opened or read, another process holds it too long, or its tables
+# are gone.
+_SQLITE_AWAY = re.compile(
+    r"unable to open database file|database is locked|disk I/O error|no such table"
+)
 
 
 def refusal(message: str, code: Code, **extensions: object) -> GraphQLError:

@@ -30,13 +30,26 @@ class Settings(BaseSettings):
     port: int = Field(8000, description="Port `leadgreen serve` listens on")
     workers: int = Field(1, ge=1, description="uvicorn worker processes")
     cors_origins: Annotated[list[str], NoDecode] = Field(
-        default_factory=list,
-        description="Comma-separated origins allowed to call the API from a browser ('*' for any)",
+        default_factory=lambda: ["*"],
+        description="Comma-separated origins a browser page may call the API from: '*' (any, "
+        "the default; no credentials), a list to allow only those, or empty for none",
     )
     default_page_size: int = Field(50, ge=1, description="Page size when `first` is not given")
     max_page_size: int = Field(500, ge=1, description="Largest `first` a client may ask for")
     graphiql: bool = Field(True, description="Serve GraphiQL at /graphql to browsers")
-    log_level: str = Field("info", description="uvicorn log level")
+    log_level: str = Field(
+        "info",
+        description="Lowest level logged (debug, info, warning, error); each request's log "
+        "line is at info (warning or error for a 5xx)",
+    )
+    metrics: bool = Field(
+        True, description="Count requests and serve Prometheus metrics at /metrics"
+    )
+    otel: bool = Field(
+        False,
+        description="OpenTelemetry tracing (needs leadgreen[otel]): a span per request and per "
+        "database statement, to OTEL_EXPORTER_OTLP_ENDPOINT; also on when that is set",
+    )
     public_base_url: str | None = Field(
         None,
         description="Scheme and host (e.g. https://api.example.org) that the v1 documents' "
@@ -82,10 +95,26 @@ class Settings(BaseSettings):
     max_url_bytes: int = Field(
         8192, ge=64, description="Longest request target (path and query string), in bytes"
     )
+    max_header_bytes: int = Field(
+        16_384, ge=1024, description="Most bytes a request's header fields may hold together"
+    )
+    max_headers: int = Field(100, ge=8, description="Most header fields a request may have")
+    trusted_proxies: str = Field(
+        "",
+        description="Comma-separated addresses or networks of the reverse proxies whose "
+        "X-Forwarded-For and X-Forwarded-Proto are believed ('*' for any); none by default",
+    )
     request_timeout_seconds: float = Field(
         10.0,
         gt=0,
-        description="Longest time a GraphQL request may run; also PostgreSQL's statement_timeout",
+        description="Longest time a request may take, from its first byte read to its answer "
+        "(504 REQUEST_TIMEOUT past it); also PostgreSQL's statement_timeout",
+    )
+    database_timeout_seconds: float = Field(
+        3.0,
+        gt=0,
+        description="Longest wait for the database: to connect, for a pooled connection, for "
+        "one statement's answer, for SQLite's lock (503 DATABASE_UNAVAILABLE past it)",
     )
     batch_max: int = Field(
         0,
@@ -107,6 +136,17 @@ class Settings(BaseSettings):
     max_cost: int = Field(
         250_000, ge=1, description="Highest estimated cost (see graph/cost.py) a query may have"
     )
+    max_fields: int = Field(
+        1_000,
+        ge=1,
+        description="Most fields a query may select, a fragment's counted wherever it is spread",
+    )
+    max_field_merges: int = Field(
+        2_000,
+        ge=0,
+        description="Most comparisons merging a query's repeated fields may take (fields "
+        "selected twice at one place, fragments spread side by side; see graph/engine/breadth.py)",
+    )
     field_suggestions: bool = Field(
         True, description='Suggest field and argument names ("Did you mean ...?") in errors'
     )
@@ -116,6 +156,13 @@ class Settings(BaseSettings):
     )
     rate_limit_restore_rate: float = Field(
         12_500.0, gt=0, description="Cost points a client's bucket regains each second"
+    )
+    rate_limit_byte_cost: float = Field(
+        4.0,
+        ge=0,
+        description="Cost points a client pays per byte of a document this process has not "
+        "prepared yet (spaces, newlines and commas an eighth of it), before it is parsed and "
+        "validated",
     )
     rate_limit_store: Literal["auto", "memory", "redis"] = Field(
         "auto",

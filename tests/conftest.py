@@ -77,6 +77,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if isinstance(item, pytest.Function) and _reads_shared_data(item):
             item.add_marker(pytest.mark.realdata)
+        # A test on the PostgreSQL server by a fixture of its own (not the backend parameter).
+        if isinstance(item, pytest.Function) and "pg_url" in item.fixturenames:
+            item.add_marker(pytest.mark.postgres)
 
 
 def _reads_shared_data(item: pytest.Function) -> bool:
@@ -306,3 +309,30 @@ async def real_client(real_settings: Settings) -> AsyncIterator[httpx.AsyncClien
     """HTTP through the ASGI app, against the real data."""
     async for client in _client(real_settings):
         yield client
+
+
+@pytest.fixture
+def graphiql_assets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """GraphiQL's build output (tests/graphiql_build.py's stand-in) where the app looks for it."""
+    from graph.server import graphiql
+    from tests import graphiql_build
+
+    directory = graphiql_build.write(tmp_path / "graphiql")
+    monkeypatch.setattr(graphiql, "STATIC", directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def synthetic_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The synthetic data in a SQLite file, with an event loop of its own to read it in (the
+    examples Hypothesis runs are plain calls)."""
+    root = tmp_path_factory.mktemp("synthetic")
+    snapshot = synthetic.write(root / "snapshot", synthetic.documents())
+    (root / "manifest.json").write_text(json.dumps(synthetic.manifest()))
+    url = f"sqlite+aiosqlite:///{root / 'synthetic.db'}"
+    with asyncio.Runner() as runner:
+        engine = create_engine(url)
+        runner.run(create_tables(engine))
+        runner.run(ingest_dir(engine, snapshot, root / "manifest.json"))
+        yield runner, engine, Settings(database_url=url, manifest=None)
+        runner.run(engine.dispose())

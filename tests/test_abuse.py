@@ -667,12 +667,13 @@ async def test_a_mutation_over_post(synthetic_db, client) -> None:
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
 async def test_other_methods(synthetic_db, client, method) -> None:
-    """RFC 9110: 405 with `Allow` naming the methods served (GET, POST); a JSON error."""
+    """RFC 9110: 405 with `Allow` naming the methods served (GET, HEAD, POST); a JSON error."""
     response = await client.request(
         method, "/graphql", json={"query": GPUS}, headers={"accept": JSON}
     )
     assert response.status_code == 405
-    assert {m.strip() for m in response.headers.get("allow", "").split(",")} == {"GET", "POST"}
+    allowed = {m.strip() for m in response.headers.get("allow", "").split(",")}
+    assert allowed == {"GET", "HEAD", "POST"}
     assert [e["extensions"]["code"] for e in refusal(response, JSON)] == ["METHOD_NOT_ALLOWED"]
 
 
@@ -685,7 +686,7 @@ async def test_a_get_without_a_query(synthetic_db, client, accept) -> None:
     assert [e["extensions"]["code"] for e in refusal(response, accept)] == ["BAD_REQUEST"]
 
 
-async def test_a_browser_gets_graphiql(synthetic_db, client) -> None:
+async def test_a_browser_gets_graphiql(graphiql_assets, synthetic_db, client) -> None:
     response = await client.get("/graphql", headers={"accept": "text/html,*/*;q=0.8"})
     assert response.status_code == 200
     assert media(response) == "text/html"

@@ -242,8 +242,14 @@ def test_the_bucket_forgets_clients_whose_bucket_is_full() -> None:
 
 async def test_rate_limiting_reports_and_throttles(synthetic_db, settings, monkeypatch) -> None:
     monkeypatch.setattr(limits, "clock", lambda: 1000.0)
+    # Documents are free to read here (the fee for reading one: tests/test_adversarial_*.py).
     limited = settings.model_copy(
-        update={"rate_limit": True, "rate_limit_capacity": 10, "rate_limit_restore_rate": 0.5}
+        update={
+            "rate_limit": True,
+            "rate_limit_capacity": 10,
+            "rate_limit_restore_rate": 0.5,
+            "rate_limit_byte_cost": 0,
+        }
     )
     bucket = CostBucket(10, 0.5)
     status = {"maximumAvailable": 10, "restoreRate": 0.5}

@@ -7,6 +7,7 @@ Expected values are the seed and the snapshot files, read here with `json`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -253,6 +254,11 @@ async def test_data_serves_every_file_of_the_snapshot(
     served = {path: assert_json_ok(await client.get(f"/data/{path}")) for path in paths}
     assert [p for p in paths if served[p] != LATER[p]] == []
     await assert_revalidates(client, "/data/tasks/lm-arena-chat.json")
+    # A file's ETag is its published SHA-256 (Release.files), the same one `sha256sum` gives.
+    published = (SNAPSHOT / "tasks" / "lm-arena-chat.json").read_bytes()
+    response = await client.get("/data/tasks/lm-arena-chat.json")
+    assert response.headers["etag"] == f'W/"{hashlib.sha256(published).hexdigest()}"'
+    assert response.content == published
     assert_not_found(await client.get("/data/tasks/no-such-task.json"), "no-such-task")
     assert_not_found(await client.get(f"/data/{ORPHAN}"))
 

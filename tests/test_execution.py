@@ -12,7 +12,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from db import reads
 from db.engine import sessionmaker
-from graph.engine.internals import PlainObjects
+from graph.engine.internals import CompiledQueries
 from graph.schema import build_schema
 from graph.schema.context import Context
 from graph.server.operations import MODEL_PAGE
@@ -76,7 +76,7 @@ async def _both(real_db, real_settings, query: str, variables: Any) -> tuple[Any
 
 @pytest.mark.parametrize(("query", "variables"), QUERIES)
 async def test_the_same_answers_on_the_real_data(real_db, real_settings, query, variables):
-    assert schema.execution_context_class is PlainObjects
+    assert schema.execution_context_class is CompiledQueries
     plain, usual_answer = await _both(real_db, real_settings, query, variables)
     assert plain == usual_answer  # the JSON text: the same values in the same order
     assert plain[1] == []
@@ -181,7 +181,7 @@ class ToyQuery:
 
 async def _toy(query: str) -> list[tuple[str, list[Any]]]:
     answers = []
-    for executor in (PlainObjects, StrawberryGraphQLCoreExecutionContext):
+    for executor in (CompiledQueries, StrawberryGraphQLCoreExecutionContext):
         toy = strawberry.Schema(query=ToyQuery, execution_context_class=executor)
         result = await toy.execute(query)
         errors = [(e.message, e.path) for e in result.errors or ()]

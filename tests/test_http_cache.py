@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import uuid
 
+import brotli
 import orjson
 import pytest
 
@@ -158,13 +159,17 @@ async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -
     assert "content-encoding" not in small.headers and "vary" not in small.headers
 
 
-async def test_stored_gzip_is_the_answer(synthetic_db, settings) -> None:
+async def test_stored_answers_keep_their_compressed_copies(synthetic_db, settings) -> None:
+    """Each coding of a stored answer is made once, by the first client that accepts it."""
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings) as client:
-        plain = await client.post("/graphql", json=body)
+    async with serve(settings, gzip_min_bytes=1024) as client:
+        plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
         [stored] = client.app.graphql.cache._entries.values()  # type: ignore[attr-defined]
-    assert stored.body == plain.content
-    assert gzip.decompress(stored.gzipped) == plain.content
+        assert (stored.body, stored.gzipped, stored.brotli) == (plain.content, None, None)
+        for coding in ("br", "gzip", "br"):
+            sent = await client.post("/graphql", json=body, headers={"accept-encoding": coding})
+            assert (sent.headers["content-encoding"], sent.content) == (coding, plain.content)
+    assert gzip.decompress(stored.gzipped) == brotli.decompress(stored.brotli) == plain.content
 
 
 def refusal(message: str, code: str) -> dict[str, object]:

@@ -3,6 +3,7 @@ it off silently (a renamed hook, a moved definition), these fail before the benc
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -65,4 +66,28 @@ def test_the_internals_are_where_they_were() -> None:
         "OneOfInputValidationRule",
     ]
     assert internals.provided_operation_name(object()) is None
-    assert "EXAMPLE_QUERY" not in internals.graphiql_page("{ gpus { name } }").split("const")[0]
+
+
+async def test_a_large_documents_plan_is_compiled_off_the_event_loop(
+    synthetic_db, settings, monkeypatch
+) -> None:
+    """A document past INLINE_CHARS is compiled once, in the documents' worker thread; a small
+    one on the loop (it takes well under a millisecond)."""
+    threads: list[str] = []
+    original = internals.compiled.compile_query
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return original(*args)
+
+    monkeypatch.setattr(internals.compiled, "compile_query", recorded)
+    # Texts no other test sends: the documents (and their plans) are kept per schema.
+    large, small = MODEL_PAGE + "\n# large, once", "query Small { gpus { name tdpWatts } }"
+    assert len(large) > internals.INLINE_CHARS >= len(small)
+    catalogs = Catalogs()
+    async with sessionmaker(synthetic_db)() as session:
+        for document, variables in ((large, {"slug": "tiny-1b"}),) * 2 + ((small, {}),):
+            context = Context(session=session, settings=settings, catalogs=catalogs)
+            result = await SCHEMA.execute(document, variables, context_value=context)
+            assert result.errors is None and result.data is not None
+    assert [name.startswith("leadgreen-documents") for name in threads] == [True, False]

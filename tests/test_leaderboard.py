@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from analysis.leaderboard import Candidate, Constraints, best_per_model
+from analysis.leaderboard import (
+    Candidate,
+    Constraints,
+    Fields,
+    PerModel,
+    best_per_model,
+    best_per_model_sorted,
+)
 
 
 def c(
@@ -84,3 +93,78 @@ def test_duplicate_runs_are_separate_candidates() -> None:
     rows = [c("run1", "a", 0.9, latency=36), c("run2", "a", 0.8, latency=35)]
     assert items(best_per_model(rows, Constraints())) == ["run2"]
     assert items(best_per_model(rows, Constraints(max_latency=35.5))) == ["run2"]
+
+
+def _sorted_best(
+    candidates: list[Candidate[str]],
+    constraints: Constraints,
+    models: frozenset[str] | None = None,
+) -> list[Candidate[str]]:
+    """best_per_model_sorted over the candidates, each read back from itself."""
+    by_item = {x.item: x for x in candidates}
+    fields: Fields[str] = Fields(
+        model=lambda i: by_item[i].model,
+        gpu=lambda i: by_item[i].gpu,
+        num_gpus=lambda i: by_item[i].num_gpus,
+        latency=lambda i: by_item[i].latency,
+        energy=lambda i: by_item[i].energy,
+        throughput=lambda i: by_item[i].throughput,
+    )
+    ranked = PerModel([x.item for x in candidates], fields.model, fields.energy)
+    return best_per_model_sorted(ranked, fields, constraints, models)
+
+
+@pytest.mark.parametrize(
+    "constraints",
+    [
+        Constraints(),
+        Constraints(max_latency=35),
+        Constraints(max_latency=500),
+        Constraints(max_energy=0.3),
+        Constraints(gpus=frozenset({"H100"}), num_gpus=frozenset({2})),
+    ],
+)
+def test_sorted_once_ranks_as_best_per_model(constraints: Constraints) -> None:
+    rows = [
+        *ROWS,
+        c("z-slow", "z", 0.9, latency=600),
+        c("y1", "y", 0.5),
+        c("z1", "z", 0.5),
+        c("x1", "x", 0.5),
+    ]
+    assert _sorted_best(rows, constraints) == best_per_model(rows, constraints)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("abcd"),
+            st.sampled_from([0.1, 0.2, 0.3]),
+            st.sampled_from([5.0, 10.0, 20.0]),
+            st.sampled_from(["H100", "B200"]),
+            st.sampled_from([1, 2]),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([None, 5.0, 10.0]),
+    st.sampled_from([None, frozenset({"H100"})]),
+    st.sampled_from([None, frozenset({1})]),
+    st.sampled_from([None, frozenset("ab")]),
+)
+def test_sorted_once_ranks_as_best_per_model_with_ties(
+    rows: list[tuple[str, float, float, str, int]],
+    deadline: float | None,
+    gpus: frozenset[str] | None,
+    counts: frozenset[int] | None,
+    models: frozenset[str] | None,
+) -> None:
+    """Ties of energy within and between models, deadlines, GPU and model choices: the same
+    table as best_per_model over the chosen models' candidates, row for row."""
+    candidates = [
+        c(f"r{i}", m, energy, latency=latency, gpu=gpu, num_gpus=n)
+        for i, (m, energy, latency, gpu, n) in enumerate(rows)
+    ]
+    rule = Constraints(max_latency=deadline, gpus=gpus, num_gpus=counts)
+    chosen = [x for x in candidates if models is None or x.model in models]
+    assert _sorted_best(candidates, rule, models) == best_per_model(chosen, rule)

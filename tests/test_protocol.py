@@ -217,7 +217,7 @@ async def test_malformed_posts_are_refused_as_json(
             assert response.headers["cache-control"] == "no-store"
 
 
-async def test_malformed_gets_are_refused_as_json(synthetic_db, settings) -> None:
+async def test_malformed_gets_are_refused_as_json(graphiql_assets, synthetic_db, settings) -> None:
     async with serve(settings) as client:
         no_query = await client.get("/graphql", headers={"accept": JSON})
         bad_utf8 = await client.get("/graphql?query=%FF")
@@ -240,15 +240,13 @@ async def test_malformed_gets_are_refused_as_json(synthetic_db, settings) -> Non
     )
 
 
-@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
 async def test_other_methods_are_405_with_allow(synthetic_db, settings, method) -> None:
+    """(HEAD is answered as GET is, without the body: tests/test_adversarial_http.py.)"""
     async with serve(settings) as client:
         response = await client.request(method, "/graphql")
-    assert (response.status_code, response.headers["allow"]) == (405, "GET, POST")
-    if method != "HEAD":
-        assert response.json() == refusal(
-            "GraphQL is served over GET and POST.", "METHOD_NOT_ALLOWED"
-        )
+    assert (response.status_code, response.headers["allow"]) == (405, "GET, HEAD, POST")
+    assert response.json() == refusal("GraphQL is served over GET and POST.", "METHOD_NOT_ALLOWED")
 
 
 async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, settings) -> None:
@@ -440,7 +438,11 @@ async def test_readyz_without_a_release(settings) -> None:
     assert seen(response) == (
         503,
         JSON,
-        {"status": "unavailable", "reason": "no release loaded: run `leadgreen ingest`"},
+        {
+            "status": "unavailable",
+            "reason": "no release loaded: run `leadgreen ingest`",
+            "code": "NO_DATA",
+        },
     )
 
 
@@ -504,7 +506,9 @@ async def test_the_database_away_is_503_and_service_resumes(proxied_settings) ->
     async with serve(settings) as client:
         before = await client.post("/graphql", json={"query": GPUS})
         await proxy.cut()
-        during = await client.post("/graphql", json={"query": "{ tasks { name } }"})
+        # What the release in memory answers is still answered; what reads the database is not.
+        from_memory = await client.post("/graphql", json={"query": "{ tasks { name } }"})
+        during = await client.post("/graphql", json={"query": "{ releases { number } }"})
         ready = await client.get("/readyz")
         await proxy.start()
         for _ in range(50):  # the pool notices by itself; no request needs to fail for it
@@ -514,9 +518,20 @@ async def test_the_database_away_is_503_and_service_resumes(proxied_settings) ->
             await asyncio.sleep(0.1)
         ready_again = await client.get("/readyz")
     assert seen(before) == (200, JSON, GPUS_ANSWER)
-    assert seen(during) == (503, JSON, unavailable)
+    assert (from_memory.status_code, from_memory.json()["data"]["tasks"]) == (
+        200,
+        [{"name": "lm-arena-chat"}],
+    )
+    # The field that read the database has the error (data is null: `releases` is non-null).
+    field_error = {**unavailable["errors"][0], "locations": [{"line": 1, "column": 3}]}
+    assert seen(during) == (
+        503,
+        JSON,
+        {"data": None, "errors": [{**field_error, "path": ["releases"]}]},
+    )
     assert during.headers["retry-after"] == "1"
-    assert seen(ready) == (503, JSON, {"status": "unavailable", "reason": "database unreachable"})
+    unreachable = {"status": "unavailable", "reason": "database unreachable"}
+    assert seen(ready) == (503, JSON, {**unreachable, "code": "DATABASE_UNAVAILABLE"})
     assert (after.status_code, "errors" in after.json()) == (200, False)
     assert ready_again.status_code == 200
 

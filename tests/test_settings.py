@@ -1,11 +1,10 @@
-"""Settings come from LEADGREEN_* variables, and the README lists every one."""
+"""Settings come from LEADGREEN_* variables; docs/deployment.md lists every one (test_docs)."""
 
 from __future__ import annotations
 
 import pytest
 
 from graph.settings import Settings
-from tests.conftest import ROOT
 
 
 def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -24,11 +23,3 @@ def test_a_bad_value_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEADGREEN_WORKERS", "0")
     with pytest.raises(ValueError, match="workers"):
         Settings()
-
-
-def test_readme_lists_every_setting() -> None:
-    readme = (ROOT / "README.md").read_text()
-    missing = [
-        name for name in Settings.model_fields if f"`LEADGREEN_{name.upper()}`" not in readme
-    ]
-    assert missing == []

@@ -25,8 +25,8 @@ from strawberry.extensions import SchemaExtension
 from graph.engine.actual_cost import actual_cost
 from graph.engine.cost import Size, requested_cost
 from graph.engine.internals import core_schema, provided_operation_name
-from graph.engine.prepared import Documents, Prepared
-from graph.engine.validation import Limits, validated
+from graph.engine.prepared import Documents, Prepared, off_the_loop, parsed
+from graph.engine.validation import Limits, validation_errors
 from graph.errors import Code, internal_error, refusal, throttled
 from graph.settings import Settings
 
@@ -85,20 +85,48 @@ class QueryLimits(SchemaExtension):
                 if error.original_error is None or isinstance(error.original_error, GraphQLError):
                     error.message = _SUGGESTION.sub("", error.message)
 
-    def on_parse(self) -> Iterator[None]:
+    async def on_parse(self) -> AsyncIterator[None]:
+        """The document, prepared once per process: a new one is paid for first (with rate
+        limiting), then parsed (off the loop when large: graph/engine/prepared.py)."""
         context = self.execution_context
         if context.graphql_document is None and context.query is not None:
-            size = len(context.query.encode())
+            text = context.query
+            size = len(text.encode())
             if size > self.limits.document_bytes:
                 raise refusal(
                     f"The document is {size} bytes, more than the limit of "
                     f"{self.limits.document_bytes}.",
                     Code.DOCUMENT_TOO_LARGE,
                 )
-            self.prepared = self.documents.prepare(context.query, self.limits.tokens)
-            context.graphql_document = self.prepared.document
-            _offer(context.context, self.prepared)
+            prepared = self.documents.get(text, self.limits.tokens)
+            if prepared is None:
+                await self._pay_for_reading(text)
+                parsing = await off_the_loop(len(text), parsed, text, self.limits.tokens)
+                prepared = self.documents.keep(parsing, self.limits.tokens)
+            self.prepared = prepared
+            context.graphql_document = prepared.document
+            _offer(context.context, prepared)
         yield
+
+    async def _pay_for_reading(self, text: str) -> None:
+        """Charge the client for parsing and validating a document this process has not
+        prepared (its bytes at the byte cost, spaces, newlines and commas at an eighth of it):
+        THROTTLED when its bucket cannot pay. Work a client has not paid for is never done."""
+        bucket = getattr(self.execution_context.context, "cost_bucket", None)
+        if not self.limits.rate_limit or bucket is None or not self.limits.byte_cost:
+            return
+        fee = math.ceil(_weighed_bytes(text) * self.limits.byte_cost)
+        client = getattr(self.execution_context.context, "client", None) or "anonymous"
+        allowed, available, retry_after = await _maybe(bucket.take(client, fee, clock()))
+        if not allowed:
+            raise refusal(
+                f"Throttled: reading a new document of this size costs {fee} and "
+                f"{math.floor(available)} of {bucket.capacity} points are available, restoring "
+                f"{bucket.restore_rate:g} a second.",
+                Code.THROTTLED,
+                cost=fee,
+                retryAfter=math.ceil(retry_after * 10) / 10,
+            )
 
     async def on_validate(self) -> AsyncIterator[None]:
         context = self.execution_context
@@ -108,7 +136,7 @@ class QueryLimits(SchemaExtension):
         try:
             rules = tuple(context.validation_rules)
             schema = core_schema(context.schema)
-            errors = list(validated(self.prepared, schema, rules, self.limits))
+            errors = list(await self._validated(schema, rules))
             if not errors:
                 errors = _several_operations(context) or await self._charge()
         except Exception as error:  # a bug here must not reach the client unmasked
@@ -118,6 +146,20 @@ class QueryLimits(SchemaExtension):
             errors = [GraphQLError(str(body["message"]), extensions=body["extensions"])]
         context.pre_execution_errors = errors
         yield
+
+    async def _validated(self, schema: Any, rules: tuple[Any, ...]) -> tuple[GraphQLError, ...]:
+        """The document's validation errors, once per schema, rules and limits (off the loop
+        for a large document)."""
+        prepared = self.prepared
+        assert prepared is not None
+        key = (id(schema), rules, self.limits)
+        errors = prepared.validated.get(key)
+        if errors is None:
+            errors = await off_the_loop(
+                len(prepared.text), validation_errors, prepared.document, schema, rules, self.limits
+            )
+            prepared.validated[key] = errors
+        return errors
 
     async def _charge(self) -> list[GraphQLError]:
         """Errors refusing the query for its cost; none when it may run."""
@@ -159,6 +201,13 @@ class QueryLimits(SchemaExtension):
             )
         ]
 
+    async def cancel(self) -> None:
+        """The request is to run again from the start (graph/engine/direct.py gave it up): give
+        back what its cost took from the bucket."""
+        if self.bucket is not None and self.requested is not None and not self.refused:
+            await _maybe(self.bucket.refund(self.client, self.requested, clock()))
+        self.bucket, self.requested = None, None
+
     async def get_results(self) -> dict[str, Any]:
         """`cost` for an answer without errors, or one refused for its cost; none otherwise.
 
@@ -169,7 +218,9 @@ class QueryLimits(SchemaExtension):
             return {}
         result, actual = context.result, None
         if result is not None and self.prepared is not None:
-            actual = actual_cost(self.prepared, context.operation_name, result.data)
+            actual = getattr(context.context, "counted_cost", None)
+            if actual is None or result.errors:
+                actual = actual_cost(self.prepared, context.operation_name, result.data)
             if self.bucket is not None and not self.refused:
                 self.available = await _maybe(
                     self.bucket.refund(self.client, requested - actual, clock())
@@ -184,6 +235,19 @@ class QueryLimits(SchemaExtension):
                 "restoreRate": self.bucket.restore_rate,
             }
         return {"cost": report}
+
+
+_NOT_SIGNIFICANT = str.maketrans("", "", " \t\n\r,")
+# Reading a space, a newline or a comma costs the lexer about a tenth of a token's character.
+IGNORED_WEIGHT = 0.125
+
+
+def _weighed_bytes(text: str) -> float:
+    """The document's bytes as reading them costs: those the lexer skips between tokens
+    (spaces, newlines, commas) at IGNORED_WEIGHT."""
+    size = len(text.encode())
+    significant = len(text.translate(_NOT_SIGNIFICANT).encode())
+    return significant + (size - significant) * IGNORED_WEIGHT
 
 
 def _offer(context: Any, prepared: Prepared) -> None:

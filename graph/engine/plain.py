@@ -200,6 +200,30 @@ def _coerced_items(value: Any, coerce: Callable[[Any], Any], non_null: bool) -> 
     return items
 
 
+def rows(
+    plan: Plan, items: list[Any] | tuple[Any, ...], is_type_of: Any, info: Any, non_null: bool
+) -> tuple[list[Any], int] | None:
+    """Objects of plain fields only (a table's rows), each completed by one call, and how many
+    fields they hold together; None when some item must go the usual way."""
+    complete = plan.complete
+    completed: list[Any] = []
+    fields = 0
+    for item in items:
+        if item is None:
+            if non_null:
+                return None
+            completed.append(None)
+            continue
+        if is_type_of is not None and is_type_of(item, info) is not True:
+            return None
+        data = complete(item)
+        if data is None:
+            return None
+        fields += len(data)
+        completed.append(data)
+    return completed, fields
+
+
 def merged(plan: Plan, plain: dict[str, Any], rest: Mapping[str, Any]) -> dict[str, Any]:
     """Both parts in the selection's order (a field the type lacks is in neither)."""
     return {

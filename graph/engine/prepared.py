@@ -8,10 +8,13 @@ it at once, and nothing is keyed on what a request sends but its document does n
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import re
 from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from graphql import (
     DocumentNode,
@@ -20,12 +23,16 @@ from graphql import (
     Lexer,
     OperationDefinitionNode,
     Source,
+    SourceLocation,
     TokenKind,
     parse,
 )
 
 from graph.caches import Bounded
+from graph.engine.shape import reads_variables
 from graph.errors import Code, refusal
+
+T = TypeVar("T")
 
 # Bytes a parsed document holds per character of its text (measured: 78 to 87 with
 # graphql-core 3.3), and what its memos may add to it.
@@ -106,6 +113,20 @@ class Prepared:
             return operations[0] if len(operations) == 1 else None
         return next((o for o in operations if o.name and o.name.value == name), None)
 
+    def collection_key(
+        self, operation: OperationDefinitionNode, fragments: Any, variables: Any, hide: bool
+    ) -> tuple[Hashable, ...] | None:
+        """What collecting an operation's selections depends on besides its nodes: the
+        operation (the document holds its nodes, so their ids are not reused while it lives)
+        and, when its directives read them, the variables (None: too large to keep as a key)."""
+        reads = self.once(
+            ("reads variables", id(operation)), lambda: reads_variables(operation, fragments)
+        )
+        values = small_key(variables) if reads else None
+        if reads and values is None:
+            return None
+        return ("collected", id(operation), hide, values)
+
     def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """A value that depends on the document only (a fixed number of keys per document)."""
         try:
@@ -119,10 +140,29 @@ _TOKENS = re.compile(r"Document contains more than \d+ tokens")
 _NESTED = "Document is nested too deeply"
 
 
+class Lines(Source):
+    """A document's text that finds the line of a position by bisection: graphql-core's
+    Source scans the text from its start for every error's location, and a document can ask
+    for a hundred errors."""
+
+    _breaks: tuple[list[int], list[int]] | None = None
+
+    def get_location(self, position: int) -> SourceLocation:
+        if self._breaks is None:
+            found = list(_NEWLINE.finditer(self.body))
+            self._breaks = [m.start() for m in found], [m.end() for m in found]
+        starts, ends = self._breaks
+        before = bisect.bisect_left(starts, position)  # line breaks before the position
+        return SourceLocation(before + 1, position + 1 - (ends[before - 1] if before else 0))
+
+
+_NEWLINE = re.compile(r"\r\n|[\n\r]")
+
+
 def _parse(text: str, max_tokens: int) -> DocumentNode:
     """Parse, with errors that say which limit a document went past."""
     try:
-        return parse(text, max_tokens=max_tokens)
+        return parse(Lines(text), max_tokens=max_tokens)
     except GraphQLSyntaxError as error:
         # graphql-core stops at its nesting limit before it has counted every token.
         if _TOKENS.search(error.message) or (
@@ -138,6 +178,25 @@ def _parse(text: str, max_tokens: int) -> DocumentNode:
             )
         }
         raise
+
+
+def parsed(text: str, max_tokens: int) -> Prepared:
+    """`text` parsed within `max_tokens`, not yet kept (it touches nothing shared: a worker
+    thread may run it, see `off_the_loop`)."""
+    return Prepared(text, _parse(text, max_tokens))
+
+
+# Documents up to this size are parsed and validated on the event loop (a few milliseconds at
+# most); larger ones in WORKER, one at a time, so that the loop keeps answering meanwhile.
+INLINE_CHARS = 512
+WORKER = ThreadPoolExecutor(1, thread_name_prefix="leadgreen-documents")
+
+
+async def off_the_loop(size: int, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)`: on the loop for a small document (`size` characters), else in WORKER."""
+    if size <= INLINE_CHARS:
+        return work(*args)
+    return await asyncio.get_running_loop().run_in_executor(WORKER, work, *args)
 
 
 def _more_tokens_than(text: str, limit: int) -> bool:
@@ -162,11 +221,20 @@ class Documents:
     def prepare(self, text: str, max_tokens: int) -> Prepared:
         """The document of `text`, parsed within `max_tokens` (a GraphQLError if it is not a
         document, or past the limit)."""
-        key = (text, max_tokens)
-        prepared = self._kept.get(key)
+        prepared = self.get(text, max_tokens)
         if prepared is None:
-            prepared = self._kept[key] = Prepared(text, _parse(text, max_tokens))
+            prepared = self.keep(parsed(text, max_tokens), max_tokens)
         return prepared
+
+    def get(self, text: str, max_tokens: int) -> Prepared | None:
+        """The document of `text` when it is prepared already."""
+        return self._kept.get((text, max_tokens))
+
+    def keep(self, prepared: Prepared, max_tokens: int) -> Prepared:
+        """Remember a document parsed within `max_tokens` (the one kept already, if another
+        request parsed it meanwhile)."""
+        key = (prepared.text, max_tokens)
+        return self._kept.setdefault(key, prepared)
 
     def __len__(self) -> int:
         return len(self._kept)

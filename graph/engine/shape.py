@@ -126,14 +126,16 @@ def _where(node: Any) -> str:
     return "an inline fragment"
 
 
-def reads_variables(operation: OperationDefinitionNode, fragments: Mapping[str, Any]) -> bool:
+def reads_variables(
+    operation: OperationDefinitionNode, fragments: Mapping[str, Any], any_directive: bool = False
+) -> bool:
     """Whether a directive in the operation or its fragments (graphql-core's fragment details,
-    by name) has a variable in its arguments."""
+    by name) has a variable in its arguments (or, with `any_directive`, is there at all)."""
     stack: list[Any] = [operation, *(f.definition for f in fragments.values())]
     while stack:
         node = stack.pop()
         for directive in getattr(node, "directives", None) or ():
-            if any(_has_variable(argument.value) for argument in directive.arguments or ()):
+            if any_directive or any(has_variable(a.value) for a in directive.arguments or ()):
                 return True
         selection_set = getattr(node, "selection_set", None)
         if selection_set is not None:
@@ -141,11 +143,12 @@ def reads_variables(operation: OperationDefinitionNode, fragments: Mapping[str, 
     return False
 
 
-def _has_variable(value: Any) -> bool:
+def has_variable(value: Any) -> bool:
+    """Whether a value (an argument's) holds a variable."""
     if isinstance(value, VariableNode):
         return True
     if isinstance(value, ListValueNode):
-        return any(_has_variable(v) for v in value.values)
+        return any(has_variable(v) for v in value.values)
     if isinstance(value, ObjectValueNode):
-        return any(_has_variable(f.value) for f in value.fields)
+        return any(has_variable(f.value) for f in value.fields)
     return False

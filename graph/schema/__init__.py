@@ -9,10 +9,14 @@ analysis; never graph.server.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import strawberry
+from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.name_converter import NameConverter
 
 from graph.caches import Budget
-from graph.engine.internals import PlainObjects
+from graph.engine.internals import CompiledQueries
 from graph.engine.limits import QueryLimits
 from graph.engine.masking import CodedErrors
 from graph.engine.prepared import Documents
@@ -20,6 +24,15 @@ from graph.schema.costs import LIST_SIZES
 from graph.schema.query import Query
 from graph.schema.types.diffusion import ImageConfiguration, VideoConfiguration
 from graph.settings import Settings
+
+
+class _Names(NameConverter):
+    """strawberry's names, each converted once (strawberry converts every argument's name on
+    every call of a resolver)."""
+
+    @lru_cache(maxsize=4096)  # noqa: B019 - one converter per schema, kept as long
+    def apply_naming_config(self, name: str) -> str:
+        return super().apply_naming_config(name)
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
@@ -31,5 +44,6 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         types=[ImageConfiguration, VideoConfiguration],
         # QueryLimits parses and validates each document once, within the request's limits.
         extensions=[CodedErrors, QueryLimits.of(LIST_SIZES, Documents(budget.documents))],
-        execution_context_class=PlainObjects,
+        execution_context_class=CompiledQueries,
+        config=StrawberryConfig(name_converter=_Names()),
     )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.catalog import Catalog, load_catalog
+from db.derived import warm
 from db.tables import ReleaseRow
 from graph.caches import Bounded, fixed
 
@@ -22,9 +24,17 @@ OBJECT_BYTES = 1_500
 OBJECTS_MAX_BYTES = 32 * 1024 * 1024
 
 
+def _key(release: ReleaseRow) -> Key:
+    return (release.id, release.digest, release.ingested_at)
+
+
 def catalog_bytes(catalog: Catalog) -> int:
     rows = sum(len(rows) for rows in catalog.rows.values())
     return BASE_BYTES + ROW_BYTES * (rows + len(catalog.models) + len(catalog.model_tasks))
+
+
+# A session, or what opens one.
+Session = AsyncSession | Callable[[], AsyncSession]
 
 
 class Catalogs:
@@ -43,10 +53,11 @@ class Catalogs:
         self._others: Bounded[Key, Catalog] = Bounded(max_bytes, catalog_bytes)
         self._loading: dict[Key, asyncio.Future[Catalog]] = {}
 
-    async def get(self, session: AsyncSession, release: ReleaseRow, *, default: bool) -> Catalog:
+    async def get(self, session: Session, release: ReleaseRow, *, default: bool) -> Catalog:
         """The release's catalog; `default` when it is the release answers come from unless a
-        request names another."""
-        key = (release.id, release.digest, release.ingested_at)
+        request names another. `session` (or the function that opens it, called only when the
+        catalog is to be read) says which database."""
+        key = _key(release)
         if self._default is not None and self._default[0] == key:
             return self._default[1]
         catalog = self._others.get(key)
@@ -59,7 +70,16 @@ class Catalogs:
             self._default = (key, catalog)
         return catalog
 
-    async def _load_once(self, session: AsyncSession, key: Key) -> Catalog:
+    async def prepare(self, sessions: Callable[[], AsyncSession], release: ReleaseRow) -> Catalog:
+        """Read the release's catalog, unless it is held, and answer from it by default: what a
+        server does before it says it is ready, and when a new release appears."""
+        return await self.get(sessions, release, default=True)
+
+    def holds(self, release: ReleaseRow) -> bool:
+        """Whether the release's catalog is read and the one answers come from by default."""
+        return self._default is not None and self._default[0] == _key(release)
+
+    async def _load_once(self, session: Session, key: Key) -> Catalog:
         loading = self._loading.get(key)
         if loading is None or loading.get_loop() is not asyncio.get_running_loop():
             loading = asyncio.ensure_future(self._load(session, key))
@@ -67,12 +87,11 @@ class Catalogs:
             loading.add_done_callback(lambda done: self._loaded(key, done))
         return await asyncio.shield(loading)
 
-    async def _load(self, session: AsyncSession, key: Key) -> Catalog:
-        async with (
-            asyncio.timeout(self.timeout),
-            AsyncSession(session.bind, expire_on_commit=False) as own,
-        ):
+    async def _load(self, session: Session, key: Key) -> Catalog:
+        bind = (session() if callable(session) else session).bind
+        async with asyncio.timeout(self.timeout), AsyncSession(bind, expire_on_commit=False) as own:
             catalog = await load_catalog(own, key[0])
+        warm(catalog)
         catalog.objects = Bounded(OBJECTS_MAX_BYTES, fixed(OBJECT_BYTES))
         return catalog
 

@@ -1,40 +1,44 @@
 """The ASGI app: GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz,
-the documents, CORS; every error JSON."""
+the documents, /metrics; CORS, request ids, logs and metrics at its edge; every error JSON."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from db import reads
 from db.engine import create_engine, create_tables, normalize_url, sessionmaker
 from graph.caches import Budget
-from graph.engine.internals import graphiql_page
+from graph.errors import Code
 from graph.schema import build_schema
 from graph.schema.catalogs import Catalogs
+from graph.server.cors import Cors
 from graph.server.document_routes import document_routes
+from graph.server.edge import Edge
 from graph.server.faults import JSONErrors, http_error
+from graph.server.graphiql import GraphiQL
 from graph.server.handler import GraphQLHandler
-from graph.server.operations import MODEL_PAGE
+from graph.server.logs import RequestLog, quiet_expected_errors
+from graph.server.metrics import Metrics
 from graph.server.persisted import PersistedQueries
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
 from graph.server.request import Reader
 from graph.server.response_cache import connect_redis, make_cache
+from graph.server.shield import Shield
+from graph.server.tracing import Tracing, make_tracing
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
@@ -44,29 +48,56 @@ class LeadGreen(Starlette):
     """Starlette, with /graphql handed to its handler ahead of routing and middleware.
 
     /graphql is the hot path: a cached answer should cost what a precomputed response costs.
-    The handler answers its own errors; CORS, when configured, wraps it.
+    The handler answers its own errors. Every HTTP request passes the edge first (request id,
+    CORS, the request log, metrics, tracing: graph/server/edge.py).
     """
 
-    def __init__(self, graphql: ASGIApp, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        graphql: ASGIApp,
+        *,
+        cors: Cors,
+        log: RequestLog | None = None,
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
+        settings: Settings | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.graphql = graphql
+        # The HTTP limits and security headers on every request (graph/server/shield.py).
+        settings = settings or Settings.model_construct()
+        self.edge = Edge(
+            Shield(graphql, settings, graphql=True),
+            Shield(super().__call__, settings, graphql=False),
+            cors,
+            log,
+            metrics,
+            tracing,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in ("/graphql", _rooted(scope)):
-            await self.graphql(scope, receive, send)
+        if scope["type"] == "http":
+            await self.edge(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
 
-def _rooted(scope: Scope) -> str:
-    return f"{scope.get('root_path', '')}/graphql"
+def served_app() -> Starlette:
+    """The app `leadgreen serve` runs in each worker: from the environment, and what its start
+    built kept out of the garbage collector's passes."""
+    return create_app(freeze_startup=True)
 
 
-def create_app(settings: Settings | None = None) -> Starlette:
+def create_app(settings: Settings | None = None, *, freeze_startup: bool = False) -> Starlette:
+    """The ASGI app. With `freeze_startup`, what the start built (modules, the schema, the
+    catalog) is moved out of reach of the collector's full passes, whose pauses would set the
+    p99; one process per app only (`gc.freeze` is process-wide)."""
     settings = settings or Settings()
     engine = create_engine(
         settings.database_url,
         statement_timeout=settings.request_timeout_seconds,
+        wait_timeout=settings.database_timeout_seconds,
         # A connection that died with the database is replaced, not handed to a request.
         pool_pre_ping=make_url(normalize_url(settings.database_url)).get_backend_name()
         == "postgresql",
@@ -83,9 +114,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         connect_redis(settings.redis_url) if settings.cache == "redis" or shared_buckets else None
     )
     cache = make_cache(settings, budget.answers, redis if settings.cache == "redis" else None)
+    graphiql = GraphiQL.load() if settings.graphiql else None
     # Answers of a release no longer served cannot be asked for again: free them.
+    # A new release is served once its catalog is read (and the first before /readyz says so).
     release = ReleaseWatcher(
-        make_session, settings.release_poll_seconds, on_change=cache.forget_local
+        make_session,
+        settings.release_poll_seconds,
+        on_change=cache.forget_local,
+        prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
     graphql: ASGIApp = GraphQLHandler(
         settings,
@@ -99,48 +135,58 @@ def create_app(settings: Settings | None = None) -> Starlette:
             redis if settings.cache == "redis" else None,
             settings.redis_ttl_seconds,
             budget.persisted,
+            settings.max_document_bytes,
         ),
         reader=Reader(budget.requests),
         limiter=RateLimiter(settings, redis if shared_buckets else None)
         if settings.rate_limit
         else None,
-        graphiql=graphiql_page(MODEL_PAGE).encode() if settings.graphiql else None,
+        graphiql=graphiql,
     )
-    cors: dict[str, Any] = {
-        "allow_origins": settings.cors_origins,
-        "allow_methods": ["GET", "POST"],
-        "allow_headers": ["*"],
-        "max_age": 600,
-    }
-    if settings.cors_origins:
-        graphql = CORSMiddleware(graphql, **cors)
+    metrics = Metrics(release) if settings.metrics else None
+    tracing = make_tracing(settings)
+    if tracing is not None:
+        tracing.instrument(engine)
+    level = logging.getLevelNamesMapping().get(settings.log_level.upper(), logging.INFO)
+    request_log = RequestLog(level, metrics=metrics)  # each request's line feeds the metrics
+    if metrics is not None:
+        metrics.pending = request_log.flush
+    quiet_expected_errors()
 
     async def healthz(_request: Request) -> Response:
-        try:
-            async with make_session() as session:
-                await session.execute(text("SELECT 1"))
-                row = await reads.latest_release(session)
-        except Exception:  # the database is down or unreachable; say so, show nothing more
-            log.warning("healthz: database unreachable", exc_info=True)
-            return JSONResponse({"status": "unavailable", "reason": "database unreachable"}, 503)
+        """Liveness: the process answers. The database is not asked once the release has been
+        read (a database outage must not get every process restarted: /readyz says whether it
+        can be reached); the release is the one the process answers from, as last read."""
+        known = release.known
+        if known is None and not release.failing:  # just started: read it, briefly
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(HEALTH_READ_SECONDS):
+                    known = await release.current()
         return JSONResponse(
             {
                 "status": "ok",
-                "release": row.id if row else None,
-                "lastUpdated": row.last_updated if row else None,
-            }
+                "release": known.release.id if known else None,
+                "lastUpdated": known.release.last_updated if known else None,
+            },
+            headers={"cache-control": "no-store"},
         )
 
     async def readyz(_request: Request) -> Response:
-        """Ready when the database answers, now, and holds a release to serve."""
+        """Ready when the database answers, now, and holds a release to serve, and that
+        release's catalog is read (the first answers come from memory)."""
         try:
-            async with asyncio.timeout(READY_TIMEOUT_SECONDS), make_session() as session:
+            # Within the request's own time limit, so that it is this 503, not a 504.
+            wait = min(READY_TIMEOUT_SECONDS, settings.request_timeout_seconds / 2)
+            async with asyncio.timeout(wait), make_session() as session:
                 current = await read_current(session)
         except Exception as exc:
             log.warning("readyz: database unreachable: %r", exc)
             return _not_ready("database unreachable")
         if current is None:
-            return _not_ready("no release loaded: run `leadgreen ingest`")
+            return _not_ready("no release loaded: run `leadgreen ingest`", Code.NO_DATA)
+        if not catalogs.holds(current.release):
+            release.refresh_soon()
+            return _not_ready(f"reading release {current.release.id}", Code.STARTING)
         return JSONResponse(
             {
                 "status": "ready",
@@ -153,35 +199,58 @@ def create_app(settings: Settings | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         await create_tables(engine)
+        # The release to answer from, and its catalog, read before the first request (a
+        # database away now is found again by the watcher; /readyz says so meanwhile).
+        with contextlib.suppress(Exception):
+            await release.refresh()
         release.start()
+        if metrics is not None:
+            metrics.start()
+        if freeze_startup:
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:
+            if freeze_startup:
+                gc.unfreeze()
+            # The metrics' last fold reads the release (and may start a reading of it in the
+            # background): before the watcher stops, which waits for every reading to end.
+            if metrics is not None:
+                await metrics.stop()
             await release.stop()
+            request_log.flush()
             if redis is not None:
                 await redis.aclose()
             await engine.dispose()
 
     return LeadGreen(
         graphql,
+        settings=settings,
+        cors=Cors(settings.cors_origins),
+        log=request_log,
+        metrics=metrics,
+        tracing=tracing,
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
+            *(graphiql.routes() if graphiql is not None else []),
+            *([Route("/metrics", metrics.endpoint, methods=["GET"])] if metrics else []),
         ],
-        middleware=[
-            Middleware(JSONErrors),
-            *([Middleware(CORSMiddleware, **cors)] if settings.cors_origins else []),
-        ],
+        middleware=[Middleware(JSONErrors, timeout=settings.request_timeout_seconds)],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
 
 
 READY_TIMEOUT_SECONDS = 5.0
+HEALTH_READ_SECONDS = 1.0
 
 
-def _not_ready(reason: str) -> Response:
+def _not_ready(reason: str, code: Code = Code.DATABASE_UNAVAILABLE) -> Response:
     return JSONResponse(
-        {"status": "unavailable", "reason": reason}, 503, headers={"cache-control": "no-store"}
+        {"status": "unavailable", "reason": reason, "code": str(code)},
+        503,
+        headers={"cache-control": "no-store", "retry-after": "1"},
     )

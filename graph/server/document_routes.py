@@ -3,8 +3,9 @@
 - `/api/v1/index.json` and `/api/v1/models/{slug}.json`: the LeadGreen v1 documents.
 - `/data/index.json`, `/data/tasks/{task}.json`, `/data/models/{file}`: each release's files byte
   for byte, so a client of the leaderboard's static files only changes its base URL.
-Each takes `?release=N` (default: the latest). Answers carry an ETag (a file's is its SHA-256)
-and Cache-Control, and answer If-None-Match with 304.
+Each takes `?release=N` (default: the latest). Answers carry a weak ETag (a file's is its
+SHA-256), the same in every content coding, and Cache-Control, answer If-None-Match with 304,
+and are compressed (brotli or gzip) for a client that accepts it, each coding made once.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from graph.caches import Bounded
 from graph.errors import ApiError, Code
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.server.compress import Encoded, choose, weak
 from graph.server.faults import error_response
 from graph.server.operations import MODEL_PAGE
 from graph.server.respond import etag_matches
@@ -60,12 +62,29 @@ def rebase(url: str | None, base: str | None) -> str | None:
     return parts._replace(scheme=new.scheme, netloc=new.netloc).geturl()
 
 
-def cacheable(content: bytes, etag: str, request: Request, max_age: int) -> Response:
-    """A successful answer, or 304 when the client holds it already."""
+def cacheable(
+    content: bytes,
+    etag: str,
+    request: Request,
+    max_age: int,
+    encoded: Encoded | None = None,
+    min_bytes: int = 1024,
+) -> Response:
+    """A successful answer, or 304 when the client holds it already; compressed when the
+    client accepts it and it is at least `min_bytes` (its copies kept in `encoded`)."""
+    etag = weak(etag)
     headers = {"etag": etag, "cache-control": f"public, max-age={max_age}"}
+    large = encoded is not None and len(content) >= min_bytes
+    if large:
+        headers["vary"] = "accept-encoding"
     if_none_match = request.headers.get("if-none-match")
     if if_none_match and etag_matches(if_none_match.encode("latin-1"), etag.encode()):
         return Response(status_code=304, headers=headers)
+    coding = choose(request.headers.get("accept-encoding", "").encode("latin-1"))
+    if large and coding is not None:
+        assert encoded is not None
+        content = encoded.get(etag, content, coding)
+        headers["content-encoding"] = coding.decode()
     return Response(content, 200, media_type=JSON, headers=headers)
 
 
@@ -88,7 +107,11 @@ def document_routes(
 ) -> list[Route]:
     """The document routes, reading through `make_session` and answering with `schema`; the
     files recently served are kept within `max_bytes`."""
-    files: Bounded[tuple[int, str], bytes] = Bounded(max_bytes, lambda data: len(data) + 200)
+    files: Bounded[tuple[int, str], tuple[str, bytes]] = Bounded(
+        max_bytes, lambda file: len(file[1]) + 300
+    )
+    encoded = Encoded(max_bytes // 2)
+    min_bytes = settings.gzip_min_bytes
 
     async def release_of(request: Request, session: AsyncSession) -> int:
         asked = request.query_params.get("release") or None  # empty: no choice, the latest
@@ -138,7 +161,7 @@ def document_routes(
     def json_answer(body: Any, request: Request) -> Response:
         content = orjson.dumps(body)
         etag = '"' + hashlib.sha256(content).hexdigest()[:32] + '"'
-        return cacheable(content, etag, request, max_age)
+        return cacheable(content, etag, request, max_age, encoded, min_bytes)
 
     async def v1_index(request: Request, session: AsyncSession, release_id: int) -> Response:
         index = snake_keys((await graphql(session, INDEX_QUERY, release=release_id))["index"])
@@ -160,13 +183,14 @@ def document_routes(
 
     async def upstream(request: Request, session: AsyncSession, release_id: int) -> Response:
         path = request.path_params["path"]
-        data = files.get((release_id, path))
-        if data is None:
-            data = await release_file(session, release_id=release_id, path=path)
-            if data is None:
+        file = files.get((release_id, path))
+        if file is None:
+            file = await release_file(session, release_id=release_id, path=path)
+            if file is None:
                 return _not_found(f"no file {path[:200]!r} in release {release_id}")
-            files[(release_id, path)] = data
-        return cacheable(data, f'"{hashlib.sha256(data).hexdigest()}"', request, max_age)
+            files[(release_id, path)] = file
+        sha256, data = file  # the digest stored at ingest: the file is not hashed per request
+        return cacheable(data, f'"{sha256}"', request, max_age, encoded, min_bytes)
 
     return [
         Route("/api/v1/index.json", endpoint(v1_index), methods=["GET"]),

@@ -17,6 +17,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from db.tables import ReleaseRow
+from graph.engine.direct import Direct
 from graph.errors import Code, retry_after_seconds
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
@@ -67,28 +68,36 @@ async def execute(
     get: bool,
     client: str,
 ) -> ExecutionResult:
-    """The request run through the schema, in a session of its own."""
-    session = make_session()
+    """The request run through the schema, in a session of its own (opened when a resolver
+    first reads the database)."""
+    shared: dict[str, Any] = {
+        "session": None,
+        "sessions": make_session,
+        "settings": settings,
+        "_release": release,
+        "catalogs": catalogs,
+    }
+    context = (
+        Context(**shared)
+        if limiter is None
+        else RequestContext(**shared, client=client, cost_bucket=limiter)
+    )
     try:
-        context = (
-            Context(session=session, settings=settings, _release=release, catalogs=catalogs)
-            if limiter is None
-            else RequestContext(
-                session=session,
-                settings=settings,
-                _release=release,
-                catalogs=catalogs,
-                client=client,
-                cost_bucket=limiter,
-            )
-        )
+        allowed = GET_TYPES if get else POST_TYPES
+        variables = dict(request.variables or {})  # ours is shared
+        direct = Direct.of(schema)
+        if direct is not None:
+            answer = await direct.answer(query, variables, request.operation_name, context, allowed)
+            if answer is not None:
+                return answer
+            context.prepared = context.counted_cost = None  # the usual way starts afresh
         try:
             return await schema.execute(
                 query,
-                variable_values=dict(request.variables or {}),  # ours is shared
+                variable_values=variables,
                 context_value=context,
                 operation_name=request.operation_name,
-                allowed_operation_types=GET_TYPES if get else POST_TYPES,
+                allowed_operation_types=allowed,
             )
         except InvalidOperationTypeError as exc:
             if get:
@@ -102,7 +111,8 @@ async def execute(
         except CannotGetOperationTypeError as exc:  # a request error, as a parse error is
             raise Refusal(200, exc.as_http_error_reason(), Code.BAD_REQUEST) from exc
     finally:
-        await close_quietly(session)
+        if context.session is not None:
+            await close_quietly(context.session)
 
 
 async def close_quietly(session: AsyncSession) -> None:

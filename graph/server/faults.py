@@ -5,8 +5,8 @@ these."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import uuid
 
 import orjson
 from starlette.exceptions import HTTPException
@@ -15,6 +15,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
+from graph.server.observe import request_id
+from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
 _CODES = {404: Code.NOT_FOUND, 405: Code.METHOD_NOT_ALLOWED}
@@ -37,10 +39,11 @@ async def http_error(_request: Request, exc: Exception) -> Response:
 
 class JSONErrors:
     """An exception from a route is answered as JSON and not raised further: no stack trace,
-    SQL or path reaches the client, and the log has the details under the request id."""
+    SQL or path reaches the client, and the log has the details under the request id. A route
+    taking longer than `timeout` seconds is stopped and answered 504 REQUEST_TIMEOUT."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, timeout: float | None = None) -> None:
+        self.app, self.timeout = app, timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,19 +57,50 @@ class JSONErrors:
             await send(message)
 
         try:
-            await self.app(scope, receive, watch)
+            async with asyncio.timeout(self.timeout) as deadline:
+                await self.app(scope, receive, watch)
         except Exception as exc:
-            if database_fault(exc) is not None:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                log.info("%s took longer than %gs and was stopped", scope.get("path"), self.timeout)
+                response = error_response(
+                    504,
+                    str(Code.REQUEST_TIMEOUT),
+                    f"The request took longer than the limit of {self.timeout:g} s.",
+                )
+            elif database_fault(exc) is not None:
                 log.warning("%s: database unreachable: %r", scope.get("path"), exc)
                 response = error_response(
                     503, str(Code.DATABASE_UNAVAILABLE), UNAVAILABLE_MESSAGE, {"retry-after": "1"}
                 )
             else:
-                request_id = uuid.uuid4().hex
-                log.error("request %s failed", request_id, exc_info=True)
-                error = internal_error(request_id)
+                failed = request_id()  # the one in the X-Request-Id header
+                log.error("request %s failed", failed, exc_info=True)
+                error = internal_error(failed)
                 response = error_response(
-                    500, str(Code.INTERNAL), str(error["message"]), requestId=request_id
+                    500, str(Code.INTERNAL), str(error["message"]), requestId=failed
                 )
             if not started:
                 await response(scope, receive, send)
+
+
+def failure(
+    exc: Exception, timed_out: bool, settings: Settings
+) -> tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]:
+    """The answer (status, GraphQL-shaped body, headers) to a /graphql request that raised
+    `exc`: 504 past its time limit, 503 with Retry-After for the database, 500 for a bug."""
+    if isinstance(exc, TimeoutError) and timed_out:
+        seconds = settings.request_timeout_seconds
+        log.info("a request took longer than %gs and was stopped", seconds)
+        message = f"The request took longer than the limit of {seconds:g} s."
+        return 504, _graphql_error(message, Code.REQUEST_TIMEOUT), ()
+    if database_fault(exc) is not None:
+        log.warning("the database failed a request: %r", exc)
+        body = _graphql_error(UNAVAILABLE_MESSAGE, Code.DATABASE_UNAVAILABLE)
+        return 503, body, ((b"retry-after", b"1"),)
+    failed = request_id()  # the one in the X-Request-Id header
+    log.error("request %s failed", failed, exc_info=exc)
+    return 500, orjson.dumps({"errors": [internal_error(failed)]}), ()
+
+
+def _graphql_error(message: str, code: Code) -> bytes:
+    return orjson.dumps({"errors": [{"message": message, "extensions": {"code": str(code)}}]})

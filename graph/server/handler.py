@@ -11,33 +11,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
+from collections.abc import Awaitable, Callable
 
-import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import Receive, Scope, Send
 from strawberry import Schema
 from strawberry.types import ExecutionResult
 
 from db.tables import ReleaseRow
-from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
+from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.schema.catalogs import Catalogs
 from graph.server import execute as run
 from graph.server.batch import answer_batch
 from graph.server.body import read_json_body
+from graph.server.compress import Coding, choose
 from graph.server.execute import RETRY_SOON, Produced
+from graph.server.faults import failure
+from graph.server.observe import name_operation, noted
 from graph.server.persisted import PersistedQueries
 from graph.server.protocol import AS_JSON, Media, negotiate
 from graph.server.ratelimit import RateLimiter, stamp
 from graph.server.release import Current, ReleaseWatcher
 from graph.server.request import Batch, GraphQLRequest, Reader, Refusal
-from graph.server.respond import Responder, accepts_gzip, send_response
+from graph.server.respond import Responder
 from graph.server.response_cache import Answer, ResponseCache
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
-ALLOW = ((b"allow", b"GET, POST"),)
-HTML = (b"content-type", b"text/html; charset=utf-8")
+ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/shield.py
+# GraphiQL's page (graph/server/graphiql.py), sent to a browser's GET without a query.
+Page = Callable[[Scope, Send], Awaitable[None]]
 
 
 class GraphQLHandler:
@@ -53,7 +56,7 @@ class GraphQLHandler:
         persisted: PersistedQueries,
         reader: Reader,
         limiter: RateLimiter | None = None,
-        graphiql: bytes | None = None,
+        graphiql: Page | None = None,
     ) -> None:
         self.settings, self.make_session = settings, make_session
         self.schema, self.catalogs = schema, catalogs
@@ -64,14 +67,14 @@ class GraphQLHandler:
         self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Produced]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The whole request within its time limit, from reading its body to sending.
         try:
-            await self.handle(scope, receive, send)
-        except Exception:  # a bug: the client gets a request id, the log the details
-            request_id = uuid.uuid4().hex
-            log.error("request %s failed", request_id, exc_info=True)
-            body = orjson.dumps({"errors": [internal_error(request_id)]})
+            async with asyncio.timeout(self.settings.request_timeout_seconds) as deadline:
+                await self.handle(scope, receive, send)
+        except Exception as exc:  # the client gets a code; a bug's details go to the log
+            status, body, headers = failure(exc, deadline.expired(), self.settings)
             with contextlib.suppress(Exception):  # the response may have started
-                await self.respond.uncached(send, 500, body, AS_JSON.content_type)
+                await self.respond.uncached(send, status, body, AS_JSON.content_type, headers)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
@@ -104,13 +107,15 @@ class GraphQLHandler:
                 request = self.reader.query_string(scope["query_string"])
                 if request is None:
                     if media.html and self.graphiql is not None:
-                        await self.graphiql_page(send)
+                        await self.graphiql(scope, noted(send))
                         return
                     raise Refusal.malformed("The request has no `query`.")
             elif method == "POST":
                 body = await read_json_body(
                     receive, content_type, length, self.settings.max_body_bytes
                 )
+                if self.limiter is not None:  # a large body is paid for before it is read
+                    await self.limiter.pay_for_body(self.limiter.client(scope, api_key), body)
                 request = self.reader.json_body(body)
             else:
                 raise Refusal(
@@ -120,8 +125,8 @@ class GraphQLHandler:
             if isinstance(request, tuple):
                 await self.batch(request, media, client, send)
                 return
-            gzip_ok = accepts_gzip(accept_encoding) if accept_encoding else False
-            await self.answer(request, method == "GET", if_none_match, gzip_ok, media, client, send)
+            coding = choose(accept_encoding)
+            await self.answer(request, method == "GET", if_none_match, coding, media, client, send)
         except Refusal as refusal:
             # A refusal that legacy clients get with 200 (a GraphQL error) is a 400 to others.
             status = 400 if refusal.status == 200 and media.graphql_response else refusal.status
@@ -129,22 +134,18 @@ class GraphQLHandler:
                 send, status, refusal.body, media.content_type, refusal.headers
             )
 
-    async def graphiql_page(self, send: Send) -> None:
-        assert self.graphiql is not None
-        headers = [HTML, (b"content-length", b"%d" % len(self.graphiql))]
-        await send_response(send, 200, headers, self.graphiql)
-
     async def answer(
         self,
         request: GraphQLRequest,
         get: bool,
         if_none_match: bytes,
-        gzip_ok: bool,
+        coding: Coding,
         media: Media,
         client: str,
         send: Send,
     ) -> None:
         query = await self.persisted.resolve(request)
+        name_operation(request.operation_name, query)
         if query is None:
             raise Refusal(200, "PersistedQueryNotFound", Code.PERSISTED_QUERY_NOT_FOUND)
         current = await self.current_release()
@@ -172,18 +173,20 @@ class GraphQLHandler:
                 return
             answer = produced.answer
             if produced.throttle is not None and not joined:
-                answer, unpaid = Answer(stamp(answer.body, produced.throttle)), False
+                unpaid = False  # a GET answer is public: no client's throttle status in it
+                answer = answer if get else Answer(stamp(answer.body, produced.throttle))
         if unpaid:
             charged = await self.charge(answer, client, media, send)
             if charged is None:
                 return
-            answer = charged
+            if not get:
+                answer = charged
         await self.respond.answer(
             send,
             answer,
             etag=b'W/"%s"' % key if get and key is not None else None,
             if_none_match=if_none_match,
-            gzip_ok=gzip_ok,
+            coding=coding,
             cache=b"HIT" if hit else b"MISS",
             content_type=media.content_type,
         )
@@ -204,7 +207,7 @@ class GraphQLHandler:
         """Each operation of a batch in turn, answered as a JSON array."""
 
         async def one(request: GraphQLRequest, collect: Send) -> None:
-            await self.answer(request, False, b"", False, media, client, collect)
+            await self.answer(request, False, b"", None, media, client, collect)
 
         body = await answer_batch(items, self.settings.batch_max, one)
         await self.respond.uncached(send, 200, body, media.content_type)

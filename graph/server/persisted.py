@@ -30,8 +30,10 @@ class PersistedQueries:
         redis: Redis | None = None,
         ttl_seconds: int = 0,
         max_bytes: int = 8 * 1024 * 1024,
+        max_document_bytes: int | None = None,
     ):
         self.max_entries, self.redis, self.ttl = max_entries, redis, ttl_seconds
+        self.max_document_bytes = max_document_bytes
         self._local: Bounded[str, str] = Bounded(max_bytes, lambda text: len(text) + _ENTRY_BYTES)
 
     async def resolve(self, request: GraphQLRequest) -> str | None:
@@ -47,6 +49,14 @@ class PersistedQueries:
             raise Refusal(200, "PersistedQueryNotSupported", Code.PERSISTED_QUERY_NOT_SUPPORTED)
         if request.query is None:
             return await self.get(sha)
+        size = len(request.query.encode())
+        if self.max_document_bytes is not None and size > self.max_document_bytes:
+            # Refused before it is hashed or kept: it could never be run.
+            raise Refusal(
+                200,
+                f"The document is {size} bytes, more than the limit of {self.max_document_bytes}.",
+                Code.DOCUMENT_TOO_LARGE,
+            )
         if document_hash(request.query) != sha:
             raise Refusal(400, "provided sha does not match query", Code.BAD_USER_INPUT)
         await self.put(sha, request.query)

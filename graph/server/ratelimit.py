@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
+# Bodies up to this size are read for free (a request with its variables, even a large one).
+FREE_BODY_BYTES = 16 * 1024
 # (allowed, points available afterwards, seconds until the cost would be allowed)
 Take = tuple[bool, float, float]
 
@@ -104,6 +106,7 @@ class RateLimiter:
     def __init__(self, settings: Settings, redis: Redis | None = None) -> None:
         self.capacity = settings.rate_limit_capacity
         self.restore_rate = settings.rate_limit_restore_rate
+        self.body_byte_cost = settings.rate_limit_byte_cost / 64
         self.local = CostBucket(self.capacity, self.restore_rate)
         self.redis = redis
         self.script = redis.register_script(_LUA) if redis is not None else None
@@ -154,6 +157,21 @@ class RateLimiter:
             log.warning("redis reachable again; rate limiting through it")
             self._redis_down = False
         return bool(allowed), float(available)
+
+    async def pay_for_body(self, client: str, body: bytes) -> None:
+        """Charge the client for reading a request body past FREE_BODY_BYTES (decoding it and
+        hashing its variables): a sixty-fourth of the byte cost a byte. A Refusal (429
+        THROTTLED) when its bucket cannot pay."""
+        if len(body) <= FREE_BODY_BYTES or not self.body_byte_cost:
+            return
+        fee = math.ceil(len(body) * self.body_byte_cost)
+        allowed, available, retry_after = await self.take(client, fee)
+        if not allowed:
+            error = throttled(fee, available, self.capacity, self.restore_rate, retry_after)
+            error.message = error.message.replace("the query costs", "reading this body costs")
+            headers = ((b"retry-after", b"%d" % retry_after_seconds(retry_after)),)
+            body = orjson.dumps({"errors": [error.formatted]})
+            raise Refusal.answered(429, body, Code.THROTTLED, headers)
 
     async def charge(self, body: bytes, client: str, graphql_response: bool) -> bytes | Refusal:
         """A stored answer charged to the client (its actual cost), stamped with the client's

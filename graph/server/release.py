@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import func, select
@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db import reads
 from db.tables import ReleaseRow
+from graph.errors import database_fault
 
 log = logging.getLogger("leadgreen")
 
@@ -53,20 +54,61 @@ class ReleaseWatcher:
         poll_seconds: float,
         *,
         on_change: Callable[[], None] = lambda: None,
+        prepare: Callable[[Current], Awaitable[object]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.make_session, self.poll_seconds, self.clock = make_session, poll_seconds, clock
-        self.on_change = on_change
+        # What answers need of a release before they come from it (its catalog, read), done
+        # before it is the current one: the release served changes when that is ready.
+        self.on_change, self.prepare = on_change, prepare
         self._current: Current | None = None
         self._read_at = -float("inf")
         self._pending: asyncio.Task[Current | None] | None = None
         self._pending_since = -float("inf")
         self._task: asyncio.Task[None] | None = None
+        self._retrying: asyncio.Future[None] | None = None
+        self.failing = False  # the last reading failed for the database being away
 
     async def current(self) -> Current | None:
+        """The release to answer from. While the database is away, the one last read: the
+        answers cached for it are still served (and the catalog in memory answers what it
+        can) while a reading in the background finds when it is back."""
         if self.clock() - self._read_at < self.poll_seconds:
             return self._current
-        return await self.refresh()
+        if self.failing and self._current is not None:
+            self._retry()
+            return self._current
+        try:
+            return await self.refresh()
+        except Exception as exc:
+            if database_fault(exc) is None or self._current is None:
+                raise
+            if not self.failing:
+                log.warning(
+                    "the database is away; answering from release %s: %r",
+                    self._current.release.id,
+                    exc,
+                )
+            self.failing = True
+            return self._current
+
+    @property
+    def known(self) -> Current | None:
+        """The release last read, however long ago (None before the first reading)."""
+        return self._current
+
+    def refresh_soon(self) -> None:
+        """Read the latest release (and prepare it) in the background, if no reading is."""
+        self._retry()
+
+    def _retry(self) -> None:
+        """Read the release again in the background (once at a time)."""
+        if self._retrying is None or self._retrying.done():
+            self._retrying = asyncio.ensure_future(self._quietly())
+
+    async def _quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.refresh()
 
     async def refresh(self) -> Current | None:
         """Read the latest release (joining a reading that started within the bound)."""
@@ -83,6 +125,15 @@ class ReleaseWatcher:
     async def _read(self, started: float) -> Current | None:
         async with self.make_session() as session:
             current = await read_current(session)
+        if current is not None and self.prepare is not None:
+            try:
+                await self.prepare(current)
+            except Exception as exc:
+                if database_fault(exc) is not None:
+                    raise
+                # Answers will read what they need themselves, as they would without it.
+                log.warning("could not prepare release %s: %r", current.release.id, exc)
+        self.failing = False
         if started >= self._read_at:
             old = self._current
             self._current, self._read_at = current, started
@@ -100,9 +151,10 @@ class ReleaseWatcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        if self._pending is not None:  # let a reading in flight finish and give its connection back
-            with contextlib.suppress(Exception):
-                await self._pending
+        for reading in (self._pending, self._retrying):
+            if reading is not None:  # let it finish and give its connection back
+                with contextlib.suppress(Exception):
+                    await reading
 
     async def _poll(self) -> None:
         failing = False
@@ -111,10 +163,11 @@ class ReleaseWatcher:
                 await self.refresh()
             except Exception as exc:  # the database is away for now; requests will say so
                 if not failing:  # once per outage, not twice a second
-                    log.warning("could not read the current release", exc_info=True)
+                    log.warning("could not read the current release: %r", exc)
                 else:
                     log.debug("still cannot read the current release: %r", exc)
                 failing = True
+                self.failing = self.failing or database_fault(exc) is not None
             else:
                 if failing:
                     log.warning("the current release can be read again")

@@ -85,6 +85,8 @@ def from_fields(
             article = "an object" if kind is dict else "a string"
             raise Refusal.malformed(f"`{name}` must be {article} or null.")
     persisted = extensions.get("persistedQuery") if isinstance(extensions, dict) else None
+    if query == "":
+        raise Refusal.malformed("The request's `query` is empty.")
     if persisted is None:
         if query is None:
             raise Refusal.malformed("The request has no `query`.")

@@ -1,12 +1,14 @@
-"""Sending answers over raw ASGI: JSON bytes, gzip when accepted, ETag and 304 for GET."""
+"""Sending answers over raw ASGI: JSON bytes, compressed when accepted (brotli or gzip), ETag
+and 304 for GET; each with the request's own headers (request id, CORS: graph/server/edge.py)."""
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterable
 
 from starlette.types import Send
 
+from graph.server.compress import Coding
+from graph.server.observe import NOTE
 from graph.server.response_cache import Answer
 
 Headers = list[tuple[bytes, bytes]]
@@ -18,16 +20,12 @@ VARY_LARGE = (b"vary", b"accept-encoding")
 
 
 async def send_response(send: Send, status: int, headers: Headers, body: bytes = b"") -> None:
+    note = NOTE.get(None)
+    if note is not None:  # the request's own headers, and what the request log says
+        note.status = status
+        headers.extend(note.headers)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-def accepts_gzip(accept_encoding: bytes) -> bool:
-    for part in accept_encoding.lower().split(b","):
-        coding, _, params = part.partition(b";")
-        if coding.strip() in (b"gzip", b"*"):
-            return params.replace(b" ", b"") not in (b"q=0", b"q=0.0", b"q=0.00", b"q=0.000")
-    return False
 
 
 def etag_matches(if_none_match: bytes, etag: bytes) -> bool:
@@ -42,6 +40,8 @@ class Responder:
     """How this server sends answers (settings that shape every response)."""
 
     def __init__(self, max_age: int, gzip_min_bytes: int) -> None:
+        # Public: a GET answer holds nothing of the client's own (no throttle status), so a
+        # shared cache may keep it and hand it to another client.
         self.cache_control = b"public, max-age=%d" % max_age
         self.gzip_min_bytes = gzip_min_bytes
 
@@ -52,13 +52,16 @@ class Responder:
         *,
         etag: bytes | None,
         if_none_match: bytes,
-        gzip_ok: bool,
+        coding: Coding,
         cache: bytes,
         content_type: tuple[bytes, bytes],
     ) -> None:
         """A successful answer; with an ETag (GET) it is cacheable and may be a 304."""
         headers: Headers = [(b"x-cache", cache)]
         body = answer.body
+        note = NOTE.get(None)
+        if note is not None:
+            note.answered(cache, answer.cost())
         large = len(body) >= self.gzip_min_bytes
         if etag is not None:
             vary = VARY_GET_LARGE if large else VARY_GET
@@ -68,9 +71,9 @@ class Responder:
         if etag is not None and if_none_match and etag_matches(if_none_match, etag):
             await send_response(send, 304, headers)
             return
-        if large and gzip_ok:
-            body = answer.gzipped or gzip.compress(body, compresslevel=6, mtime=0)
-            headers.append((b"content-encoding", b"gzip"))
+        if large and coding is not None:
+            body = answer.encoded(coding)
+            headers.append((b"content-encoding", coding))
         headers += [content_type, (b"content-length", b"%d" % len(body))]
         await send_response(send, 200, headers, body)
 
@@ -83,5 +86,8 @@ class Responder:
         headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
         """An answer no one may store: one with errors, a refusal, or a batch's answers."""
+        note = NOTE.get(None)
+        if note is not None:
+            note.refused(body)
         sent = [content_type, NO_STORE, (b"content-length", b"%d" % len(body)), *headers]
         await send_response(send, status, sent, body)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
 from graph.caches import Bounded
+from graph.server.compress import BR, GZIP, compress
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -18,32 +18,73 @@ log = logging.getLogger("leadgreen")
 
 # An entry's bookkeeping beyond its bytes (the dict slot, the object, the key).
 _OVERHEAD = 200
-_REDIS_PREFIX = b"leadgreen:answer:"
+# v2: the body alone (v1 packed a gzipped copy after it).
+_REDIS_PREFIX = b"leadgreen:answer:v2:"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Answer:
-    """A successful answer as sent: its JSON bytes, and gzipped when it is large enough."""
+    """A successful answer as sent: its JSON bytes, and compressed copies made on demand.
+
+    A kept answer (one stored in the cache) is compressed once per coding, at the kept level;
+    any other is compressed per response, at the cheap level (graph/server/compress.py).
+    """
 
     body: bytes
-    gzipped: bytes | None = None
+    kept: bool = field(default=False, compare=False)
+    gzipped: bytes | None = field(default=None, compare=False)
+    brotli: bytes | None = field(default=None, compare=False)
+    reported: int | None = field(default=-1, compare=False, repr=False)  # -1: not read yet
 
     @classmethod
     def of(cls, body: bytes, gzip_min_bytes: int) -> Answer:
-        large = len(body) >= gzip_min_bytes
-        return cls(body, gzip.compress(body, compresslevel=6, mtime=0) if large else None)
+        """An answer to keep; its compressed copies (when it is at least `gzip_min_bytes`) are
+        made once, for the first client that accepts each coding."""
+        return cls(body, kept=len(body) >= gzip_min_bytes)
+
+    def encoded(self, coding: bytes) -> bytes:
+        """The body in `coding` (b"br" or b"gzip")."""
+        if not self.kept:
+            return compress(self.body, coding, kept=False)
+        if coding == BR:
+            if self.brotli is None:
+                self.brotli = compress(self.body, BR, kept=True)
+            return self.brotli
+        if self.gzipped is None:
+            self.gzipped = compress(self.body, GZIP, kept=True)
+        return self.gzipped
+
+    def cost(self) -> int | None:
+        """The actual cost the answer reports (for the request log), read once."""
+        if self.reported == -1:
+            self.reported = actual_cost(self.body)
+        return self.reported
 
     @property
     def size(self) -> int:
-        return len(self.body) + len(self.gzipped or b"") + _OVERHEAD
+        # A kept answer's compressed copies, made later, are counted now (as at most half the
+        # body: JSON answers compress to a quarter or less in each coding).
+        return len(self.body) * (3 if self.kept else 2) // 2 + _OVERHEAD
 
     def pack(self) -> bytes:
-        return len(self.body).to_bytes(4, "big") + self.body + (self.gzipped or b"")
+        """For Redis: the body alone (each process compresses its copies once)."""
+        return self.body
 
     @classmethod
     def unpack(cls, packed: bytes) -> Answer:
-        end = 4 + int.from_bytes(packed[:4], "big")
-        return cls(packed[4:end], packed[end:] or None)
+        return cls(packed, kept=True)
+
+
+_ACTUAL = b'"actualQueryCost":'
+
+
+def actual_cost(body: bytes) -> int | None:
+    """`extensions.cost.actualQueryCost` of an answer (last in it), without parsing it all."""
+    at = body.rfind(_ACTUAL, max(0, len(body) - 200))
+    if at < 0:
+        return None
+    digits = body[at + len(_ACTUAL) : at + len(_ACTUAL) + 12].split(b"}")[0].split(b",")[0]
+    return int(digits) if digits.isdigit() else None
 
 
 class ResponseCache(Protocol):

@@ -4,13 +4,17 @@
 //
 //   node run.mjs --graphiql http://127.0.0.1:8000/graphql --out DIR
 //   node run.mjs --example http://127.0.0.1:5174/ --api http://127.0.0.1:8000 --out DIR
-//   (both together run both)
+//   (both together run both, in one browser)
 //
-// Options: --out DIR (screenshots; default ./out), --chromium PATH (default $CHROMIUM or
-// /usr/bin/chromium), --timeout MS (per page; default 60000).
+// Options: --out DIR (screenshots; default ./out), --chromium PATH (default $CHROMIUM, else the
+// first of chromium, chromium-browser, google-chrome-stable, google-chrome on PATH),
+// --timeout MS (per page; default 60000).
 //
-// Every request to a host other than 127.0.0.1, localhost or [::1] is aborted and counted.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+// Only 127.0.0.1 is reachable: every request to another host is aborted (route interception)
+// and counted, and the browser resolves no other name. Content-Security-Policy violations are
+// counted from the pages' `securitypolicyviolation` events and the console.
+import { access, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,23 +26,29 @@ const { values: opts } = parseArgs({
     example: { type: 'string' },
     api: { type: 'string' },
     out: { type: 'string', default: 'out' },
-    chromium: { type: 'string', default: process.env.CHROMIUM || '/usr/bin/chromium' },
+    chromium: { type: 'string', default: process.env.CHROMIUM || '' },
     timeout: { type: 'string', default: '60000' },
   },
   strict: true,
 });
 
 const LAUNCH_ARGS = [
-  '--headless',
   '--no-sandbox',
   '--disable-gpu',
+  '--disable-dev-shm-usage',
   '--disable-quic',
   '--no-first-run',
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  '--disable-default-apps',
+  '--disable-domain-reliability',
+  // No name but 127.0.0.1 resolves, whatever asks (the page, a worker, the browser itself).
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
 ];
-const LOCAL_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+const LOCAL = '127.0.0.1';
+const EXPECTED_TABS = ['ModelPage', 'Leaderboard', 'ParetoFrontier', 'Timeline'];
+const BROWSERS = ['chromium', 'chromium-browser', 'google-chrome-stable', 'google-chrome'];
 const timeout = Number(opts.timeout);
 
 function usage(message) {
@@ -47,22 +57,39 @@ function usage(message) {
   process.exit(2);
 }
 
+async function findChromium() {
+  if (opts.chromium) return opts.chromium;
+  for (const dir of (process.env.PATH || '').split(path.delimiter).filter(Boolean)) {
+    for (const name of BROWSERS) {
+      const candidate = path.join(dir, name);
+      try {
+        await access(candidate, constants.X_OK);
+        return candidate;
+      } catch {
+        /* not here */
+      }
+    }
+  }
+  usage(`no Chromium found (${BROWSERS.join(', ')} on PATH); give --chromium or $CHROMIUM`);
+}
+
 if (!opts.graphiql && !opts.example) usage('give --graphiql URL and/or --example URL');
 if (opts.example && !opts.api) usage('--example needs --api URL');
 
-// Watches one page: console errors, uncaught exceptions, failed local requests, and the
-// requests to other hosts, which it aborts.
+// Watches one page: console errors, uncaught exceptions, CSP violations, failed local requests,
+// and the requests to other hosts, which it aborts.
 async function watch(context, page) {
   const seen = {
     consoleErrors: [],
     pageErrors: [],
+    cspViolations: [],
     failedLocalRequests: [],
     nonLocalRequests: [],
     localRequests: 0,
   };
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
-    if (/^(https?|wss?):$/.test(url.protocol) && !LOCAL_HOSTS.has(url.hostname)) {
+    if (url.protocol !== 'data:' && url.protocol !== 'blob:' && url.hostname !== LOCAL) {
       seen.nonLocalRequests.push(url.origin + url.pathname);
       return route.abort('blockedbyclient');
     }
@@ -70,30 +97,37 @@ async function watch(context, page) {
     return route.continue();
   });
   const onConsole = (where) => (message) => {
-    if (message.type() === 'error') seen.consoleErrors.push(`${where}${message.text()}`);
+    const text = `${where}${message.text()}`;
+    if (/Content[- ]Security[- ]Policy/i.test(text)) seen.cspViolations.push(text);
+    if (message.type() === 'error') seen.consoleErrors.push(text);
   };
   page.on('console', onConsole(''));
   page.on('worker', (worker) => worker.on?.('console', onConsole(`worker ${worker.url()}: `)));
   page.on('pageerror', (error) => seen.pageErrors.push(String(error?.stack || error)));
   page.on('requestfailed', (request) => {
-    const url = new URL(request.url());
-    if (LOCAL_HOSTS.has(url.hostname)) {
+    if (new URL(request.url()).hostname === LOCAL) {
       seen.failedLocalRequests.push(`${request.method()} ${request.url()}: ${request.failure()?.errorText}`);
     }
   });
   page.on('response', (response) => {
-    const url = new URL(response.url());
-    if (LOCAL_HOSTS.has(url.hostname) && response.status() >= 400) {
+    if (new URL(response.url()).hostname === LOCAL && response.status() >= 400) {
       seen.failedLocalRequests.push(`${response.request().method()} ${response.url()}: HTTP ${response.status()}`);
     }
   });
   return seen;
 }
 
+// What the page's own `securitypolicyviolation` events saw (recorded by the init script).
+async function pageViolations(page, seen) {
+  const events = await page.evaluate(() => globalThis.__cspViolations ?? []).catch(() => []);
+  seen.cspViolations.push(...events);
+}
+
 function summary(seen) {
   return {
     consoleErrors: seen.consoleErrors,
     pageErrors: seen.pageErrors,
+    cspViolations: seen.cspViolations,
     failedLocalRequests: seen.failedLocalRequests,
     localRequests: seen.localRequests,
     nonLocalRequestsAborted: seen.nonLocalRequests.length,
@@ -102,7 +136,13 @@ function summary(seen) {
 }
 
 function clean(seen) {
-  return !seen.consoleErrors.length && !seen.pageErrors.length && !seen.failedLocalRequests.length;
+  return (
+    !seen.consoleErrors.length &&
+    !seen.pageErrors.length &&
+    !seen.cspViolations.length &&
+    !seen.failedLocalRequests.length &&
+    !seen.nonLocalRequests.length
+  );
 }
 
 async function checkGraphiql(context, url, out) {
@@ -143,15 +183,18 @@ async function checkGraphiql(context, url, out) {
           tabs,
           activeTab: document.querySelector('.graphiql-tab-active .graphiql-tab-button')?.textContent.trim() ?? null,
           explorerPlugin: Boolean(document.querySelector('[aria-label="Show GraphiQL Explorer"], [aria-label="Hide GraphiQL Explorer"]')),
+          query: text('operation.graphql') ?? null,
           variables: text('variables.json') ?? null,
           answerParsed: answer !== null,
           answerErrors: answer?.errors?.length ?? 0,
           answerModel: answer?.data?.model?.slug ?? null,
           answerConfigurations: answer?.data?.model?.configurations?.length ?? null,
+          answerCurves: answer?.data?.model?.curves?.length ?? null,
         };
       }),
     );
     await page.waitForTimeout(300); // let the editors settle before the picture
+    await pageViolations(page, seen);
     result.screenshot = path.join(out, 'graphiql.png');
     await page.screenshot({ path: result.screenshot });
   } catch (error) {
@@ -167,6 +210,8 @@ async function checkGraphiql(context, url, out) {
     result.answerErrors === 0 &&
     Boolean(result.answerModel) &&
     result.explorerPlugin &&
+    JSON.stringify(result.tabs) === JSON.stringify(EXPECTED_TABS) &&
+    result.activeTab === EXPECTED_TABS[0] &&
     clean(seen);
   await page.close();
   await context.unroute('**/*');
@@ -201,9 +246,17 @@ async function checkExample(context, pageUrl, api, out) {
       await page.evaluate(() => ({
         charts: document.querySelectorAll('svg[data-chart]').length,
         curves: document.querySelectorAll('svg [data-series]').length,
-        points: document.querySelectorAll('svg circle').length,
+        // Per chart: its drawn points (circles with coordinates inside the plot).
+        points: [...document.querySelectorAll('svg[data-chart]')].map((svg) => ({
+          chart: svg.getAttribute('data-chart'),
+          drawn: [...svg.querySelectorAll('circle')].filter((c) =>
+            ['cx', 'cy'].every((a) => Number.isFinite(Number(c.getAttribute(a)))),
+          ).length,
+          frontier: svg.querySelectorAll('g.emphasis circle').length,
+        })),
       })),
     );
+    await pageViolations(page, seen);
     result.screenshot = path.join(out, 'example.png');
     await page.screenshot({ path: result.screenshot, fullPage: true });
   } catch (error) {
@@ -218,7 +271,7 @@ async function checkExample(context, pageUrl, api, out) {
     result.state === 'loaded' &&
     result.crossOrigin &&
     result.charts > 0 &&
-    result.points > 0 &&
+    result.points.every((chart) => chart.drawn > 0) &&
     clean(seen);
   await page.close();
   await context.unroute('**/*');
@@ -227,18 +280,26 @@ async function checkExample(context, pageUrl, api, out) {
 
 const out = path.resolve(opts.out);
 await mkdir(out, { recursive: true });
+const executablePath = await findChromium();
 const profile = await mkdtemp(path.join(os.tmpdir(), 'leadgreen-chromium-'));
-const results = { ok: false };
+const results = { ok: false, chromium: executablePath };
 let context;
 try {
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: opts.chromium,
+    executablePath,
     headless: true,
     args: LAUNCH_ARGS,
     viewport: { width: 1440, height: 900 },
     serviceWorkers: 'block',
   });
-  results.browser = context.browser()?.version() ?? null;
+  await context.addInitScript(() => {
+    globalThis.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (event) => {
+      globalThis.__cspViolations.push(`${event.effectiveDirective}: ${event.blockedURI || 'inline'}`);
+    });
+  });
+  const blank = context.pages()[0] ?? (await context.newPage());
+  results.browser = await blank.evaluate(() => navigator.userAgent);
   if (opts.graphiql) results.graphiql = await checkGraphiql(context, opts.graphiql, out);
   if (opts.example) results.example = await checkExample(context, opts.example, opts.api, out);
   results.ok = [results.graphiql, results.example].every((r) => r === undefined || r.ok);

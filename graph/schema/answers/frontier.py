@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.pareto import frontier
-from analysis.ranking import by_gpu, by_model, scope_key
+from analysis.ranking import by_gpu, by_model
+from db import derived
 from db.kinds import DIFFUSION, LLM, Kind
 from graph.schema.answers.selection import select
 from graph.schema.context import Context
@@ -34,19 +34,16 @@ async def frontiers(
     sel = await select(context, kind, task, gpus, models, release)
     catalog, how = sel.catalog, str(scope.value)
     latency = None if percentile is None else str(percentile.value)
-    groups: dict[Any, list[Any]] = {}
-    for row in sel.rows():
-        groups.setdefault(scope_key(row, how), []).append(row)
-    answer = []
-    for members in groups.values():
-        first = members[0]
-        on = [members[i] for i in frontier([kind.point(r, latency) for r in members])]
-        answer.append(
-            FRONTIER_TYPES[kind](
-                model=Model.of_id(catalog, first.model_id) if by_model(how) else None,
-                gpu_model=first.gpu if by_gpu(how) else None,
-                candidates=len(members),
-                configurations=[configuration(catalog, kind, r) for r in on],
-            )
+    if gpus is None and models is None:  # the task's frontiers, made once per release
+        found = derived.frontiers(catalog, kind, sel.task.id, how, latency)
+    else:
+        found = derived.frontiers_of(kind, sel.rows(), how, latency)
+    return [
+        FRONTIER_TYPES[kind](
+            model=Model.of_id(catalog, f.first.model_id) if by_model(how) else None,
+            gpu_model=f.first.gpu if by_gpu(how) else None,
+            candidates=f.candidates,
+            configurations=[configuration(catalog, kind, r) for r in f.rows],
         )
-    return answer
+        for f in found
+    ]

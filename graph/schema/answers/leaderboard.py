@@ -8,9 +8,8 @@ from typing import cast
 import strawberry
 
 from analysis.compare import compare_gpus, compare_models, ratios_to_best
-from analysis.leaderboard import Candidate, Constraints, best_per_model
+from analysis.leaderboard import Constraints
 from db.kinds import DIFFUSION, LLM
-from db.rows import LlmRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least
 from graph.schema.answers.selection import Selection, select
@@ -37,7 +36,8 @@ async def llm_ranking(
     gpus: Sequence[str] | None,
     models: Sequence[str] | None,
     release: int | None,
-) -> tuple[Selection, LlmConstraints, Constraints, list[Candidate[LlmRow]]]:
+) -> tuple[Selection, LlmConstraints, Constraints, str, str]:
+    """The selection, constraints and rule of an LLM ranking, and its latency and energy."""
     c = constraints or LlmConstraints()
     check_at_least("maxItlMs", c.max_itl_ms)
     check_at_least("maxEnergyJoules", c.max_energy_joules)
@@ -50,7 +50,7 @@ async def llm_ranking(
         min_throughput=c.min_throughput_tokens_per_sec,
     )
     latency, energy = str(c.itl_percentile.value), str(c.rank_by.value)
-    return sel, c, rule, sel.candidates(latency, energy)
+    return sel, c, rule, latency, energy
 
 
 async def leaderboard(
@@ -61,16 +61,15 @@ async def leaderboard(
     models: Sequence[str] | None,
     release: int | None,
 ) -> Leaderboard:
-    sel, c, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
-    ranked = best_per_model(candidates, rule)
-    ratios = ratios_to_best([x.energy for x in ranked])
+    sel, c, rule, latency, energy = await llm_ranking(
+        context, task, constraints, gpus, models, release
+    )
     catalog = sel.catalog
-    return Leaderboard(
-        task=Task.of(catalog, sel.task.id),
-        max_itl_ms=c.max_itl_ms,
-        itl_percentile=c.itl_percentile,
-        rank_by=c.rank_by,
-        entries=[
+
+    def entries() -> list[LeaderboardEntry]:
+        ranked = sel.best_per_model(rule, latency, energy)
+        ratios = ratios_to_best([x.energy for x in ranked])
+        return [
             LeaderboardEntry(
                 rank=i,
                 energy_joules=x.energy,
@@ -80,7 +79,17 @@ async def leaderboard(
                 model=Model.of_id(catalog, x.item.model_id),
             )
             for i, (x, ratio) in enumerate(zip(ranked, ratios, strict=True), start=1)
-        ],
+        ]
+
+    return Leaderboard(
+        task=Task.of(catalog, sel.task.id),
+        max_itl_ms=c.max_itl_ms,
+        itl_percentile=c.itl_percentile,
+        rank_by=c.rank_by,
+        # The task's table with the leaderboard's defaults: its entries made once per release.
+        entries=catalog.once((Leaderboard, sel.task.id), entries)
+        if sel.default_table(rule, latency, energy)
+        else entries(),
     )
 
 
@@ -106,7 +115,7 @@ async def diffusion_leaderboard(
         num_gpus=sel.num_gpus,
         min_throughput=c.min_throughput_outputs_per_sec,
     )
-    ranked = best_per_model(sel.candidates(DIFFUSION.latencies[0], DIFFUSION.energies[0]), rule)
+    ranked = sel.best_per_model(rule, DIFFUSION.latencies[0], DIFFUSION.energies[0])
     ratios = ratios_to_best([x.energy for x in ranked])
     catalog = sel.catalog
     return DiffusionLeaderboard(
@@ -134,7 +143,10 @@ async def model_standings(
     gpus: Sequence[str] | None,
     release: int | None,
 ) -> list[ModelStanding]:
-    sel, _, rule, candidates = await llm_ranking(context, task, constraints, gpus, models, release)
+    sel, _, rule, latency, energy = await llm_ranking(
+        context, task, constraints, gpus, models, release
+    )
+    candidates = sel.candidates(latency, energy)
     assert sel.models is not None
     standings = compare_models(candidates, rule, [m.id for m in sel.models])
     catalog = sel.catalog
@@ -161,9 +173,10 @@ async def gpu_comparisons(
 ) -> list[GpuComparison]:
     if baseline == candidate:
         raise BadInput(f"baseline and candidate are both {baseline!r}: compare two GPU types")
-    sel, _, rule, candidates = await llm_ranking(
+    sel, _, rule, latency, energy = await llm_ranking(
         context, task, constraints, [baseline, candidate], models, release
     )
+    candidates = sel.candidates(latency, energy)
     order = None if sel.models is None else [m.id for m in sel.models]
     catalog = sel.catalog
     answer = []

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from analysis.leaderboard import Candidate
+from analysis.leaderboard import Candidate, Constraints
+from db import derived
 from db.catalog import Catalog, ConfigurationFilter
 from db.kinds import Kind
 from db.tables import ModelRow, TaskRow
@@ -42,6 +43,25 @@ class Selection:
         """The task's rows the selection asks for, in upstream order."""
         rows = self.catalog.configurations(self.kind, self.where)
         return [r for r in rows if self.gpus is None or r.gpu in self.gpus]
+
+    def best_per_model(self, rule: Constraints, latency: str, energy: str) -> list[Candidate[Any]]:
+        """`best_per_model` of `candidates(latency, energy)` under `rule`, from the task's rows
+        sorted per model once per release (db.derived) rather than from all of them."""
+        rule, models = self._rule(rule)
+        return derived.best(self.catalog, self.kind, self.task.id, latency, energy, rule, models)
+
+    def default_table(self, rule: Constraints, latency: str, energy: str) -> bool:
+        """Whether this is the task's leaderboard with its defaults (made once per release)."""
+        rule, models = self._rule(rule)
+        return derived.default_table(
+            self.catalog, self.kind, self.task.id, latency, energy, rule, models
+        )
+
+    def _rule(self, rule: Constraints) -> tuple[Constraints, frozenset[int] | None]:
+        """`rule` with the GPU types chosen, and the models chosen (None: all)."""
+        gpus = rule.gpus if self.gpus is None else self.gpus & (rule.gpus or self.gpus)
+        models = None if self.models is None else frozenset(m.id for m in self.models)
+        return replace(rule, gpus=gpus), models
 
     def candidates(self, latency: str, energy: str) -> list[Candidate[Any]]:
         """The rows as a ranking sees them, by these latency and energy columns."""

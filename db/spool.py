@@ -1,0 +1,70 @@
+"""A snapshot's files, byte for byte, kept in a temporary file rather than in memory.
+
+A snapshot fifty times the size of today's is some 100 MB of files: reading them once, keeping
+each file's digest and place, and reading a file again only when it is asked for keeps the
+ingest's memory to what one task needs, whatever the size of the data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    offset: int
+    size: int
+    sha256: str
+
+
+class Spool(Mapping[str, bytes]):
+    """Files by path: each file's bytes written once to a temporary file that has no name
+    (removed as soon as it is made; its space is freed when the spool is closed or collected),
+    read back on each `spool[path]`."""
+
+    def __init__(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="leadgreen-spool-")
+        os.unlink(name)
+        self._fd = fd
+        self._close = weakref.finalize(self, os.close, fd)
+        self._entries: dict[str, Entry] = {}
+        self._end = 0
+
+    def add(self, path: str, data: bytes) -> None:
+        """Keep `data` as the file at `path` (a path kept before is replaced)."""
+        view, offset = memoryview(data), self._end
+        while view:
+            written = os.pwrite(self._fd, view, offset)
+            view, offset = view[written:], offset + written
+        self._entries[path] = Entry(self._end, len(data), hashlib.sha256(data).hexdigest())
+        self._end += len(data)
+
+    def __getitem__(self, path: str) -> bytes:
+        entry = self._entries[path]
+        data = os.pread(self._fd, entry.size, entry.offset)
+        if len(data) != entry.size:  # pragma: no cover - the file is ours alone
+            raise OSError(f"spool: read {len(data)} of {entry.size} bytes of {path}")
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._entries
+
+    def sha256(self, path: str) -> str:
+        return self._entries[path].sha256
+
+    def size(self, path: str) -> int:
+        return self._entries[path].size
+
+    def close(self) -> None:
+        self._close()

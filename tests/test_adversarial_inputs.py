@@ -1,0 +1,247 @@
+"""No 500 from input (the issue's class 4), on SQLite and PostgreSQL.
+
+A property over every route the app serves (read from its router, so a new route is covered
+as it comes) and every parameter of each: path parameters, `release`, the GraphQL-over-HTTP
+parameters of /graphql in a GET query string, bodies of any JSON shape, and conditional and
+content-negotiation headers, drawn from hostile values (tests/corpus/hostile/values.json) and
+from any text. tests/test_fuzz.py draws the GraphQL arguments of every root field the same way.
+Every answer is JSON with a code when it refuses, never 500 nor INTERNAL. Then the database's
+own faults: its tables dropped under a running server, its connections terminated: 503 with
+Retry-After, never INTERNAL.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import anyio.from_thread
+import anyio.to_thread
+import httpx
+import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+from starlette.routing import Route
+
+from db.engine import create_engine
+from db.tables import metadata
+from graph.server.app import create_app
+from graph.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+VALUES: list[str] = json.loads(
+    (Path(__file__).parent / "corpus" / "hostile" / "values.json").read_text()
+)
+EXAMPLES = 150
+
+
+def hostile() -> st.SearchStrategy[str]:
+    """A hostile value of the corpus, or any text (no lone surrogates: they are not UTF-8)."""
+    return st.one_of(
+        st.sampled_from(VALUES),
+        st.text(st.characters(exclude_categories=["Cs"]), max_size=40),
+    )
+
+
+def json_values() -> st.SearchStrategy[Any]:
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | hostile(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(hostile(), inner, max_size=4),
+        max_leaves=12,
+    )
+
+
+def routes(app: Any) -> list[str]:
+    """The paths the app's router serves with GET, /graphql with them."""
+    paths = [r.path for r in app.routes if isinstance(r, Route) and "GET" in (r.methods or ())]
+    return ["/graphql", *paths]
+
+
+@st.composite
+def http_requests(draw: Any, paths: list[str]) -> tuple[str, str, dict[str, str], bytes | None]:
+    """(method, target, headers, body): a route with its parameters filled in hostile."""
+    path = draw(st.sampled_from(paths))
+
+    def fill(match: re.Match[str]) -> str:
+        value = draw(hostile())
+        return quote(value, safe="/" if match.group(2) == ":path" else "")
+
+    target = re.sub(r"\{(\w+)(:\w+)?\}", fill, path)
+    params: list[tuple[str, str]] = []
+    if path == "/graphql":
+        for name in ("query", "variables", "operationName", "extensions"):
+            if draw(st.booleans()):
+                value = draw(st.one_of(hostile(), json_values().map(json.dumps)))
+                params.append((name, value))
+    elif draw(st.booleans()):
+        params.append(("release", draw(hostile())))
+    if params:
+        target += "?" + "&".join(f"{quote(k)}={quote(v, safe='')}" for k, v in params)
+    headers: dict[str, str] = {}
+    for name in ("if-none-match", "accept", "accept-encoding", "x-api-key"):
+        if draw(st.integers(0, 3)) == 0:
+            headers[name] = draw(hostile()).encode("ascii", "replace").decode()[:200]
+    method = draw(st.sampled_from(["GET", "GET", "HEAD", "POST"]))
+    body = None
+    if method == "POST":
+        headers["content-type"] = "application/json"
+        body = json.dumps(draw(json_values())).encode()
+    return method, target, headers, body
+
+
+def check(method: str, response: httpx.Response) -> None:
+    assert response.status_code != 500 and response.status_code < 600, response.text[:500]
+    if method == "HEAD" or response.status_code in (204, 304):
+        return
+    what = (method, str(response.url)[:300], response.status_code, response.content[:300])
+    is_json = response.headers.get("content-type", "").startswith("application/")
+    if response.status_code < 400 and not is_json:  # /metrics, GraphiQL's page and assets
+        return
+    assert is_json, what
+    body = response.json()
+    if response.status_code >= 400 or (isinstance(body, dict) and "errors" in body):
+        if "errors" in body:
+            found = [e["extensions"]["code"] for e in body["errors"]]
+        else:  # the documents' shape, or a probe's (/readyz)
+            found = [body["error"]["code"] if "error" in body else body["code"]]
+        assert found and all(isinstance(c, str) for c in found), body
+        assert "INTERNAL" not in found, body
+
+
+@pytest.fixture
+async def app_client(synthetic_db, settings: Settings) -> Any:
+    app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield app, client
+
+
+@pytest.mark.slow
+async def test_no_route_answers_500_whatever_it_is_sent(app_client) -> None:
+    app, client = app_client
+
+    async def send(method: str, target: str, headers: dict[str, str], body: bytes | None) -> Any:
+        return await client.request(method, target, headers=headers, content=body)
+
+    @hypothesis_settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(http_requests(routes(app)))
+    def prop(request: tuple[str, str, dict[str, str], bytes | None]) -> None:
+        method, target, headers, body = request
+        try:
+            response = anyio.from_thread.run(send, method, target, headers, body)
+        except httpx.InvalidURL:  # the client refuses to send it: nothing to check
+            return
+        check(method, response)
+
+    await anyio.to_thread.run_sync(prop)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/api/v1/index.json?release=²",
+        "/api/v1/index.json?release=99999999999999999999999",
+        "/data/index.json?release=99999999999999999999999",
+        "/data/index.json?release=-1",
+        "/api/v1/models/tiny-1b.json?release=%00",
+        "/data/%2e%2e/%2e%2e/etc/passwd",
+        "/data/tasks/..%2Findex.json",
+        "/api/v1/models/%ff.json",
+    ],
+)
+async def test_hostile_document_parameters(synthetic_db, client, target) -> None:
+    response = await client.get(target)
+    assert response.status_code in (400, 404), response.text
+    check("GET", response)
+
+
+async def test_a_forged_cursor_of_deep_json_is_bad_input(synthetic_db, client) -> None:
+    for raw in ("[" * 100_000 + "]" * 100_000, '["energyPerTokenJoules",' * 300):
+        cursor = base64.urlsafe_b64encode(raw.encode()).decode()
+        query = "query($a: String) { configurations(first: 1, after: $a) { totalCount } }"
+        response = await client.post("/graphql", json={"query": query, "variables": {"a": cursor}})
+        assert [e["extensions"]["code"] for e in response.json()["errors"]] == ["BAD_USER_INPUT"]
+
+
+# --- the database's faults -------------------------------------------------------------------
+
+
+async def test_tables_dropped_under_a_running_server(synthetic_db, settings, database_url) -> None:
+    """503 DATABASE_UNAVAILABLE with Retry-After for what needs the database; what the
+    process holds in memory is still answered; never INTERNAL."""
+    app = create_app(settings.model_copy(update={"cache": "off", "release_poll_seconds": 0}))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
+    ):
+        assert (
+            await client.post("/graphql", json={"query": "{ gpus { name } }"})
+        ).status_code == 200
+        dropper = create_engine(database_url)
+        async with dropper.begin() as connection:
+            for table in reversed(metadata.sorted_tables):
+                await connection.execute(text(f"DROP TABLE IF EXISTS {table.name}"))
+        await dropper.dispose()
+        answers = [
+            await client.post("/graphql", json={"query": "{ releases { number } }"}),
+            await client.get("/api/v1/index.json"),
+            await client.get("/data/index.json"),
+            await client.get("/readyz"),
+        ]
+        memory = await client.post("/graphql", json={"query": "{ gpus { name } }"})
+        health = await client.get("/healthz")
+    for response in answers:
+        assert response.status_code == 503, response.text
+        check("GET", response)
+    for response in answers[:3]:
+        assert response.headers["retry-after"] == "1"
+    assert (memory.status_code, health.status_code) == (200, 200)
+
+
+@pytest.mark.postgres
+async def test_connections_terminated_under_a_running_server(
+    synthetic_db, settings, database_url
+) -> None:
+    """Every connection of the server's database killed between requests (a restart, a
+    failover): the next answers are served (a dead connection is replaced) or refused with a
+    code, never INTERNAL."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only")
+    app = create_app(settings.model_copy(update={"cache": "off", "release_poll_seconds": 0}))
+    transport = httpx.ASGITransport(app=app)
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    kill = text(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
+    ):
+        for _ in range(3):
+            await client.post("/graphql", json={"query": "{ releases { number } }"})
+            async with admin.connect() as connection:
+                await connection.execute(kill)
+            for response in (
+                await client.post("/graphql", json={"query": "{ releases { number } }"}),
+                await client.get("/api/v1/index.json"),
+                await client.get("/readyz"),
+            ):
+                assert response.status_code in (200, 503), response.text
+                check("GET", response)
+    await admin.dispose()

@@ -1,0 +1,244 @@
+"""In a real browser: GraphiQL on a default `leadgreen serve` over the real data, with nothing off
+127.0.0.1 reachable, and examples/web (urql) from another origin drawing a model's curves.
+
+The distribution's Chromium, driven by playwright-core (tests/browser/run.mjs). Run with
+scripts/browser-test, which sets everything up (Chromium, the runner, GraphiQL's assets, the
+example's build); screenshots go to $LEADGREEN_ARTIFACTS (default: a temporary directory).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from graph.server.graphiql import CSP
+from graph.server.operations import MODEL_PAGE
+
+pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+SLUG = "qwen-3-8b"
+BIN = Path(sys.executable).parent
+EXAMPLE_QUERY = re.search(
+    r"gql<[^`]*>`(.*?)`", (ROOT / "examples" / "web" / "src" / "api.ts").read_text(), re.S
+)
+BROWSERS = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def chromium() -> str:
+    for variable in ("LEADGREEN_CHROMIUM", "CHROMIUM"):
+        if os.environ.get(variable):
+            return os.environ[variable]
+    found = next(filter(None, map(shutil.which, BROWSERS)), None)
+    if found is None:
+        pytest.fail("no Chromium: run scripts/browser-test (it installs the distribution's)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = Path(os.environ.get("LEADGREEN_ARTIFACTS") or tmp_path_factory.mktemp("browser"))
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def prepared() -> str:
+    """Everything scripts/browser-test sets up, up to date; the Chromium to drive."""
+    subprocess.run([str(ROOT / "scripts" / "browser-test"), "--setup-only"], check=True)
+    return chromium()
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[str]:
+    """A default `leadgreen serve` (no setting but its database and port) over the 2026-02-16
+    snapshot with the seed manifest."""
+    database = tmp_path_factory.mktemp("browser-db") / "leadgreen.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEADGREEN_")}
+    snapshot = SHARED / "ml-energy-leaderboard" / "2026-02-16"
+    seed = SHARED / "seed" / "leadgreen-index-v1.json"
+    ingest = [str(BIN / "leadgreen"), "ingest", str(snapshot), "--manifest", str(seed)]
+    subprocess.run([*ingest, "--database-url", str(database)], env=env, check=True)
+    port = free_port()
+    env |= {"LEADGREEN_DATABASE_URL": str(database), "LEADGREEN_PORT": str(port)}
+    with (artifacts / "leadgreen-serve.log").open("wb") as log:
+        server = subprocess.Popen(
+            [str(BIN / "leadgreen"), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(server, base)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def wait_ready(server: subprocess.Popen[bytes], base: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "leadgreen serve exited: see leadgreen-serve.log"
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return
+        time.sleep(0.1)
+    pytest.fail(f"leadgreen serve was not ready within {timeout} s")
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def example(prepared: str) -> Iterator[str]:
+    """examples/web's build, served on an origin of its own (another port)."""
+    dist = ROOT / "examples" / "web" / "dist"
+    handler = functools.partial(Quiet, directory=str(dist))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def seen(prepared: str, api: str, example: str, artifacts: Path) -> dict[str, Any]:
+    """What tests/browser/run.mjs saw of both pages, in one browser."""
+    command = ["node", "run.mjs", "--graphiql", f"{api}/graphql", "--example", example]
+    command += ["--api", api, "--out", str(artifacts), "--chromium", prepared]
+    started = time.monotonic()
+    done = subprocess.run(
+        command, cwd=ROOT / "tests" / "browser", capture_output=True, text=True, timeout=240
+    )
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"run.mjs printed nothing: {done.stderr}"
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["seconds"] = round(time.monotonic() - started, 1)
+    (artifacts / "browser.json").write_text(json.dumps(result, indent=2))
+    assert "error" not in result, result
+    return result
+
+
+def graphql(api: str, query: str, **variables: Any) -> Any:
+    response = httpx.post(f"{api}/graphql", json={"query": query, "variables": variables})
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def test_graphiql_runs_the_model_page_offline(seen: dict[str, Any], api: str) -> None:
+    """The model-page tab ran on open and shows what the API answers; nothing left 127.0.0.1;
+    no CSP violation, console error or failed request."""
+    model = graphql(api, MODEL_PAGE, slug=SLUG)["model"]
+    page = seen["graphiql"]
+    assert {key: page.get(key) for key in GRAPHIQL} == GRAPHIQL | {
+        "answerConfigurations": len(model["configurations"]),
+        "answerCurves": len(model["curves"]),
+    }
+    assert page["localRequests"] > 0
+    assert json.loads(page["variables"]) == {"slug": SLUG}
+    assert page["query"] == MODEL_PAGE
+
+
+GRAPHIQL = {
+    "status": 200,
+    "contentSecurityPolicy": CSP,
+    "tabs": ["ModelPage", "Leaderboard", "ParetoFrontier", "Timeline"],
+    "activeTab": "ModelPage",
+    "explorerPlugin": True,
+    "answerParsed": True,
+    "answerErrors": 0,
+    "answerModel": SLUG,
+    "answerConfigurations": None,
+    "answerCurves": None,
+    "nonLocalRequestsAborted": 0,
+    "cspViolations": [],
+    "consoleErrors": [],
+    "pageErrors": [],
+    "failedLocalRequests": [],
+    "ok": True,
+}
+
+
+def test_a_page_on_another_origin_draws_the_curves(seen: dict[str, Any], api: str) -> None:
+    """examples/web on its own origin asks the default server for a model's curves and Pareto
+    frontier (urql, POST with a CORS preflight) and draws every point."""
+    assert EXAMPLE_QUERY is not None
+    data = graphql(api, EXAMPLE_QUERY.group(1), slug=SLUG)
+    points = sum(len(curve["points"]) for curve in data["model"]["curves"])
+    frontier = len(data["paretoFrontier"][0]["configurations"])
+    page = seen["example"]
+    if page.get("state") == "error" and not cors_by_default(api, page["url"]):
+        pytest.fail(f"{page['statusText']}: the API does not allow other origins by default")
+    drawn = {"drawn": points + frontier, "frontier": frontier}
+    assert {key: page.get(key) for key in EXAMPLE} == EXAMPLE | {
+        "points": [
+            {"chart": "energy-by-concurrency", **drawn},
+            {"chart": "time-energy", **drawn},
+        ],
+    }
+    assert page["statusText"].startswith(f"{data['model']['name']}: ")
+
+
+EXAMPLE = {
+    "status": 200,
+    "state": "loaded",
+    "crossOrigin": True,
+    "charts": 2,
+    "points": None,
+    "nonLocalRequestsAborted": 0,
+    "cspViolations": [],
+    "consoleErrors": [],
+    "pageErrors": [],
+    "failedLocalRequests": [],
+    "ok": True,
+}
+
+
+def cors_by_default(api: str, page: str) -> bool:
+    origin = re.match(r"https?://[^/]+", page)
+    assert origin is not None
+    preflight = httpx.options(
+        f"{api}/graphql",
+        headers={
+            "origin": origin.group(0),
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+    )
+    return preflight.headers.get("access-control-allow-origin") in ("*", origin.group(0))
+
+
+def test_the_browser_step_is_quick(seen: dict[str, Any]) -> None:
+    """Both pages, browser start included, well within CI's two minutes for the whole step."""
+    assert seen["seconds"] < 90
