@@ -79,6 +79,11 @@ def checked_path(path: str) -> str:
     return path
 
 
+# Local files up to this size are read on the event loop (tens of microseconds each: a snapshot
+# at fifty times today's has some 3,000 files), larger ones in a thread.
+INLINE_READ_BYTES = 256 * 1024
+
+
 class Fetcher:
     """Fetches snapshot files by their path relative to the snapshot's root."""
 
@@ -156,6 +161,8 @@ class Fetcher:
                 raise IngestError(
                     path, f"{size} bytes, more than the limit of {self.max_file_bytes}"
                 )
+            if size <= INLINE_READ_BYTES:  # from the page cache: faster than a thread's hop
+                return file.read_bytes()
             return await asyncio.to_thread(file.read_bytes)
         except FileNotFoundError as exc:
             raise IngestError(path, f"file not found in {self.location}") from exc

@@ -4,6 +4,7 @@ it off silently (a renamed hook, a moved definition), these fail before the benc
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -82,7 +83,8 @@ async def test_a_large_documents_plan_is_compiled_off_the_event_loop(
 
     monkeypatch.setattr(internals.compiled, "compile_query", recorded)
     # Texts no other test sends: the documents (and their plans) are kept per schema.
-    large, small = MODEL_PAGE + "\n# large, once", "query Small { gpus { name tdpWatts } }"
+    unique = uuid.uuid4().hex  # (each backend's run too)
+    large, small = f"{MODEL_PAGE}\n# {unique}", f"query Small {{ gpus {{ name }} }} # {unique}"
     assert len(large) > internals.INLINE_CHARS >= len(small)
     catalogs = Catalogs()
     async with sessionmaker(synthetic_db)() as session:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -225,3 +226,25 @@ def _ingests(counter: Any) -> dict[str, float]:
         for sample in counter.collect()[0].samples
         if sample.name.endswith("_total")
     }
+
+
+async def test_the_readme_and_operations_page_list_every_metric(synthetic_db, settings) -> None:
+    """Every LeadGreen metric /metrics serves is named in the README and in docs/operations.md,
+    with its labels where it has samples; and nothing is named there that it does not serve."""
+    async with serve(settings) as client:
+        await client.post("/graphql", json=PAGE)
+        text = (await client.get("/metrics")).text
+    served = {
+        family.name + ("_total" if family.type == "counter" else ""): sorted(
+            {k for s in family.samples for k in s.labels if k != "le"}
+        )
+        for family in text_string_to_metric_families(text)
+        if family.name.startswith("leadgreen_") and not family.name.endswith("_created")
+    }
+    for page in (ROOT / "README.md", ROOT / "docs" / "operations.md"):
+        written = page.read_text(encoding="utf-8")
+        named = set(re.findall(r"`(leadgreen_[a-z_]+)(?:\{([a-z,]+)\})?`", written))
+        assert {name for name, _ in named} == set(served), page
+        for name, labels in named:  # (an ingest's have no sample in a serving process)
+            if labels and served[name]:
+                assert sorted(labels.split(",")) == served[name], (page, name)

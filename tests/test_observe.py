@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from graph.server.logs import RequestLog, formatter
 from graph.server.observe import NOTE, Note
 from graph.server.operations import MODEL_PAGE
+from tests.conftest import ROOT
 from tests.test_cache import QUERY, serve
 
 pytestmark = pytest.mark.anyio
@@ -78,6 +80,12 @@ async def test_one_line_per_request(synthetic_db, settings) -> None:
             "path": "/api/v1/index.json",
         },
     ]
+    # The line the README and docs/operations.md show has the keys of a hit's line.
+    hit_keys = sorted([*requests[1], "duration_ms", "timestamp"])
+    for page in (ROOT / "README.md", ROOT / "docs" / "operations.md"):
+        shown = re.search(r'^\{"timestamp".*"event":"request".*\}$', page.read_text(), re.M)
+        assert shown is not None, page
+        assert sorted(json.loads(shown.group(0))) == hit_keys, page
 
 
 async def test_user_errors_are_one_line_without_a_traceback(synthetic_db, settings, caplog):
