@@ -289,7 +289,8 @@ def execute_real(real_db: AsyncEngine, real_settings: Settings) -> Execute:
     return make_execute(real_db, real_settings)
 
 
-async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on `settings`, started, and a client talking to it through ASGI."""
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)
     async with app.router.lifespan_context(app):
@@ -300,14 +301,14 @@ async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """HTTP through the ASGI app, against whatever the test put in the database."""
-    async for client in _client(settings):
+    async for client in app_client(settings):
         yield client
 
 
 @pytest.fixture
 async def real_client(real_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """HTTP through the ASGI app, against the real data."""
-    async for client in _client(real_settings):
+    async for client in app_client(real_settings):
         yield client
 
 

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import BACKENDS, _in_thread, ingest_dir
+from tests.live import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -441,13 +441,6 @@ async def test_an_ingest_while_clients_read(
 # ---------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @contextlib.contextmanager
 def _serve(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "LEADGREEN_LOG_LEVEL": "warning"}
@@ -472,7 +465,7 @@ def _serve(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 def test_serve_ingests_into_an_empty_database(synthetic_dir: Path, tmp_path: Path) -> None:
     """`leadgreen serve --source S` on an empty database (a first start, Docker's included)
     ingests S and serves it."""
-    port = _free_port()
+    port = free_port()
     manifest = synthetic_dir.parent / "manifest.json"
     args = ["serve", "--database-url", str(tmp_path / "new.db"), "--source", str(synthetic_dir)]
     args += ["--manifest", str(manifest), "--host", "127.0.0.1", "--port", str(port)]

@@ -19,6 +19,7 @@ from graph.server.graphiql import CSP, config_json
 from graph.server.operations import MODEL_PAGE
 from graph.settings import Settings
 from tests import graphiql_build
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,18 +29,10 @@ HTML = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 CONFIG = re.compile(r'<script type="application/json" id="graphiql-config">(.*?)</script>', re.S)
 
 
-async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
-
-
 @pytest.fixture
 async def browser(graphiql_assets: Path, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """A client of an app whose GraphiQL is built (the stand-in build)."""
-    async for client in _client(settings):
+    async for client in app_client(settings):
         yield client
 
 
@@ -51,7 +44,7 @@ async def unbuilt(
     from graph.server import graphiql
 
     monkeypatch.setattr(graphiql, "STATIC", tmp_path / "nothing-here")
-    async for client in _client(settings):
+    async for client in app_client(settings):
         yield client
 
 
@@ -102,7 +95,7 @@ async def test_the_configuration_cannot_end_its_script_element(
     hostile = "</script><script>alert(1)</script><!-- & -->"
     config = {"endpoint": "/graphql", "tabs": [{"name": "X", "query": hostile, "variables": ""}]}
     graphiql_build.write(graphiql_assets, config)
-    async for client in _client(settings):
+    async for client in app_client(settings):
         response = await client.get("/graphql", headers=HTML)
     assert response.text.count("</script>") == 2  # the configuration's and the bundle's
     assert "<!--" not in CONFIG.search(response.text).group(1)  # type: ignore[union-attr]
@@ -188,14 +181,14 @@ async def test_a_build_missing_an_asset_is_no_build(
     graphiql_assets: Path, settings: Settings
 ) -> None:
     (graphiql_assets / graphiql_build.CSS).unlink()
-    async for client in _client(settings):
+    async for client in app_client(settings):
         response = await client.get("/graphql", headers=HTML)
     assert response.status_code == 503
 
 
 async def test_graphiql_off(graphiql_assets: Path, settings: Settings) -> None:
     """LEADGREEN_GRAPHIQL=false: a browser's GET without a query is refused like any other."""
-    async for client in _client(settings.model_copy(update={"graphiql": False})):
+    async for client in app_client(settings.model_copy(update={"graphiql": False})):
         page = await client.get("/graphql", headers=HTML)
         asset = await client.get(f"/static/graphiql/{graphiql_build.JS}")
     assert page.status_code == 400

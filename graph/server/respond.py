@@ -12,6 +12,14 @@ from graph.server.observe import NOTE
 from graph.server.response_cache import Answer
 
 Headers = list[tuple[bytes, bytes]]
+# On every response (graph/server/shield.py adds them to the other routes' responses).
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+)
+
 NO_STORE = (b"cache-control", b"no-store")
 # GET answers depend on Accept (the media type) as well as on Accept-Encoding.
 VARY_GET = (b"vary", b"accept")
@@ -20,6 +28,7 @@ VARY_LARGE = (b"vary", b"accept-encoding")
 
 
 async def send_response(send: Send, status: int, headers: Headers, body: bytes = b"") -> None:
+    headers.extend(SECURITY_HEADERS)
     note = NOTE.get(None)
     if note is not None:  # the request's own headers, and what the request log says
         note.status = status

@@ -19,14 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from graph.errors import Code
 from graph.server.observe import NOTE
 from graph.server.protocol import negotiate
+from graph.server.respond import SECURITY_HEADERS
 from graph.settings import Settings
-
-SECURITY_HEADERS = (
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"content-security-policy", b"frame-ancestors 'none'"),
-)
 
 
 class Shield:
@@ -62,7 +56,8 @@ class Shield:
             )
             await self.refuse(scope, send, 414, Code.URL_TOO_LONG, message)
             return
-        send = _with_headers(send)
+        if not self.graphql:  # (/graphql's answers carry them: graph/server/respond.py)
+            send = _with_headers(send)
         if scope["method"] == "HEAD":
             await self.app({**scope, "method": "GET"}, receive, _without_body(send))
             return

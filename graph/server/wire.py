@@ -22,7 +22,8 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from graph.errors import Code
-from graph.server.shield import SECURITY_HEADERS, refusal_body
+from graph.server.respond import SECURITY_HEADERS
+from graph.server.shield import refusal_body
 from graph.settings import Settings
 
 # What a request line and the header block hold besides the URL and the fields' bytes.
