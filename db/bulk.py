@@ -1,10 +1,13 @@
-"""Many rows into one table: one compiled INSERT, executed many times by the driver.
+"""Many rows into one table: PostgreSQL's COPY, or one compiled INSERT executed many times.
 
 The configurations of a release at fifty times today's data are some 93,000 rows; SQLAlchemy's
-per-row parameter processing would cost more than the database's own work. The statement is
-compiled once for the connection's dialect (its placeholders and casts), and the rows go to the
-driver's executemany in bounded batches as tuples of plain values; JSON columns take their
-values as JSON text, serialized by the caller (`json_text`, as SQLAlchemy's JSON type would).
+per-row parameter processing would cost more than the database's own work. On PostgreSQL (the
+asyncpg driver) the rows go to the table by COPY, in bounded batches, within the session's
+transaction (asyncpg's `copy_records_to_table`, binary: the same encoding of each value as its
+executemany). Elsewhere the statement is compiled once for the connection's dialect (its
+placeholders and casts), and the rows go to the driver's executemany in bounded batches as
+tuples of plain values. JSON columns take their values as JSON text, serialized by the caller
+(`json_text`, as SQLAlchemy's JSON type would).
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ async def insert_rows(
         if not isinstance(table.c[name].type, _PLAIN):
             raise TypeError(f"{table}.{name}: {table.c[name].type!r} is not a plain type")
     connection = await session.connection()
+    if connection.dialect.driver == "asyncpg":
+        raw = await connection.get_raw_connection()
+        return await _copy(raw.driver_connection, table, columns, rows, batch)
     compiled = insert(table).compile(dialect=connection.dialect, column_keys=list(columns))
     order = compiled.positiontup
     if order is None:  # pragma: no cover - every dialect used here takes positional parameters
@@ -62,5 +68,21 @@ async def insert_rows(
             count, chunk = count + len(chunk), []
     if chunk:
         await connection.exec_driver_sql(sql, chunk)
+        count += len(chunk)
+    return count
+
+
+async def _copy(
+    driver: Any, table: Any, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], batch: int
+) -> int:
+    """`rows` into `table` by COPY on the asyncpg connection `driver`, `batch` rows at a time."""
+    count, chunk = 0, []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == batch:
+            await driver.copy_records_to_table(table.name, records=chunk, columns=list(columns))
+            count, chunk = count + len(chunk), []
+    if chunk:
+        await driver.copy_records_to_table(table.name, records=chunk, columns=list(columns))
         count += len(chunk)
     return count

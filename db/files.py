@@ -8,13 +8,13 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from db.bulk import insert_rows
 from db.errors import IngestError
 from db.snapshot import Snapshot
 from db.tables import BlobRow, ReleaseFileRow, ReleaseRow
@@ -22,6 +22,7 @@ from db.tables import BlobRow, ReleaseFileRow, ReleaseRow
 # Rows written per statement, and the most bytes of files one statement carries.
 BATCH = 2_000
 BATCH_BYTES = 8 * 1024 * 1024
+BLOB_COLUMNS = ("sha256", "size", "data")
 
 
 async def store_files(session: AsyncSession, release_id: int, snapshot: Snapshot) -> None:
@@ -34,34 +35,24 @@ async def store_files(session: AsyncSession, release_id: int, snapshot: Snapshot
         chunk = unique[start : start + BATCH]
         known.update(await session.scalars(select(BlobRow.sha256).where(BlobRow.sha256.in_(chunk))))
     new = {sha: path for path, sha in shas.items() if sha not in known}
-    blobs: list[dict[str, Any]] = []
+    blobs: list[tuple[str, int, bytes]] = []
     size = 0
     for sha, path in new.items():
         data = snapshot.files[path]
         if blobs and size + len(data) > BATCH_BYTES:
-            await session.execute(insert(BlobRow), blobs)
+            await insert_rows(session, BlobRow, BLOB_COLUMNS, blobs)
             blobs, size = [], 0
-        blobs.append({"sha256": sha, "size": len(data), "data": data})
+        blobs.append((sha, len(data), data))
         size += len(data)
     if blobs:
-        await session.execute(insert(BlobRow), blobs)
+        await insert_rows(session, BlobRow, BLOB_COLUMNS, blobs)
     del blobs
-    for batch in batches(
-        {"release_id": release_id, "path": path, "sha256": sha, "size": snapshot.size(path)}
-        for path, sha in shas.items()
-    ):
-        await session.execute(insert(ReleaseFileRow), batch)
-
-
-def batches(rows: Iterable[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    await insert_rows(
+        session,
+        ReleaseFileRow,
+        ("release_id", "path", "sha256", "size"),
+        ((release_id, path, sha, snapshot.size(path)) for path, sha in shas.items()),
+    )
 
 
 class ExportError(Exception):

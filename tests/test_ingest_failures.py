@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from db import bulk
 from db.engine import create_engine, sessionmaker
 from db.errors import IngestError
 from db.snapshot import load_manifest, load_snapshot
@@ -634,11 +635,27 @@ def database_fails(engine: AsyncEngine, table: str, when: str) -> Iterator[list[
             if len(seen) == 1:
                 raise Boom(f"the database failed {when} writing {table}")
 
+    # On PostgreSQL the bulk tables are written by COPY (db/bulk.py), not by a statement.
+    copy = bulk._copy
+
+    async def copying(driver: Any, table_: Any, columns: Any, rows: Any, batch: int) -> int:
+        if table_.name != table:
+            return await copy(driver, table_, columns, rows, batch)
+        seen.append(f"COPY {table}")
+        if len(seen) == 1 and when == "before":
+            raise Boom(f"the database failed {when} writing {table}")
+        count = await copy(driver, table_, columns, rows, batch)
+        if len(seen) == 1:
+            raise Boom(f"the database failed {when} writing {table}")
+        return count
+
     event_name = f"{when}_cursor_execute"
     event.listen(engine.sync_engine, event_name, hook)
+    bulk._copy = copying  # type: ignore[assignment]
     try:
         yield seen
     finally:
+        bulk._copy = copy  # type: ignore[assignment]
         event.remove(engine.sync_engine, event_name, hook)
 
 
