@@ -27,6 +27,7 @@ from analysis.changes import (
     diff_task,
 )
 from db.engine import create_engine
+from graph.schema.types.timeline import sentences
 from graph.settings import Settings
 from tests.conftest import BACKENDS, EARLIER, SEED, SNAPSHOT, Execute, make_execute
 from tests.test_releases import stored_releases
@@ -724,3 +725,34 @@ async def test_changes_with_an_unknown_release_is_bad_input(
         result = await execute(CHANGES, **ids)
         assert [e["code"] for e in result["errors"]] == ["BAD_USER_INPUT"]
         assert str(unknown) in result["errors"][0]["message"]
+
+
+def test_the_timelines_sentences_count_in_words() -> None:
+    """One of a thing is singular, several plural; the data the same is said as such."""
+    task = {
+        "task": "lm-arena-chat",
+        "changed": 2,
+        "unchanged": 1,
+        "fields_added": ["new_field"],
+        "fields_removed": [],
+        "field_changes": {"tensor_parallel": 2},
+        "added": 1,
+        "removed": 3,
+    }
+    summary = {
+        "tasks_added": [],
+        "tasks_removed": [],
+        "models_added": ["Org/New-1B"],
+        "models_removed": [],
+        "tasks": [task],
+        "files_changed": 4,
+    }
+    assert sentences(summary) == [
+        "model Org/New-1B added",
+        "new_field joined the lm-arena-chat rows",
+        "tensor_parallel changed on 2 of 3 lm-arena-chat rows",
+        "1 lm-arena-chat configuration added",
+        "3 lm-arena-chat configurations removed",
+    ]
+    quiet = {**summary, "models_added": [], "tasks": [], "files_changed": 1}
+    assert sentences(quiet) == ["1 file written differently; the data is the same"]

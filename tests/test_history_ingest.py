@@ -143,9 +143,10 @@ async def test_every_commit_is_a_release_with_its_own_provenance(
         == (by_subject["Output lengths"]["release"]["number"])
     )
     assert by_subject["Reformat"]["changes"]["tasks"][0]["changed"] == 0
+    reformatted = by_subject["Reformat"]["changes"]["filesChanged"]
+    files = "1 file" if reformatted == 1 else f"{reformatted} files"
     assert by_subject["Reformat"]["changes"]["sentences"] == [
-        f"{by_subject['Reformat']['changes']['filesChanged']} files written differently; "
-        "the data is the same"
+        f"{files} written differently; the data is the same"
     ]
     # The manifest describes one commit's data only: the one compiled on its date.
     described = [

@@ -185,7 +185,7 @@ FirstArgument = Annotated[
     int | None,
     strawberry.argument(
         description="Page size; the server's default when not given, at most its maximum "
-        "(see the README's settings)."
+        "(LEADGREEN_DEFAULT_PAGE_SIZE and LEADGREEN_MAX_PAGE_SIZE)."
     ),
 ]
 AfterArgument = Annotated[

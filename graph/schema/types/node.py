@@ -16,7 +16,7 @@ PREFIXES = ("Configuration", "Model", "Gpu", "Task", "Release")
 class Node:
     id: strawberry.ID = strawberry.field(
         description="Global id: `Type:key`, where the key is what identifies the object "
-        "upstream (see the README's Identities). Treat it as an opaque string."
+        "upstream (the documentation's 'Stable ids'). Treat it as an opaque string."
     )
 
 

@@ -98,12 +98,18 @@ def sentences(summary: dict[str, Any]) -> list[str]:
             for field, n in t["field_changes"].items()
         ]
         if t["added"]:
-            said.append(f"{t['added']} {t['task']} configurations added")
+            said.append(f"{_count(t['added'], t['task'] + ' configuration')} added")
         if t["removed"]:
-            said.append(f"{t['removed']} {t['task']} configurations removed")
+            said.append(f"{_count(t['removed'], t['task'] + ' configuration')} removed")
     if not said and summary["files_changed"]:
-        said.append(f"{summary['files_changed']} files written differently; the data is the same")
+        files = _count(summary["files_changed"], "file")
+        said.append(f"{files} written differently; the data is the same")
     return said
+
+
+def _count(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1 ("1 file", "3 files")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @strawberry.type(description="A release, and what changed from the one before it.")
