@@ -13,7 +13,7 @@ tuples of plain values. JSON columns take their values as JSON text, serialized 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -60,13 +60,8 @@ async def insert_rows(
     pick: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None
     if places != list(range(len(columns))):
         pick = itemgetter(*places) if len(places) > 1 else lambda row: (row[places[0]],)
-    sql, count, chunk = str(compiled), 0, []
-    for row in rows:
-        chunk.append(row if pick is None else pick(row))
-        if len(chunk) == batch:
-            await connection.exec_driver_sql(sql, chunk)
-            count, chunk = count + len(chunk), []
-    if chunk:
+    sql, count = str(compiled), 0
+    for chunk in _chunks(rows if pick is None else map(pick, rows), batch):
         await connection.exec_driver_sql(sql, chunk)
         count += len(chunk)
     return count
@@ -76,13 +71,20 @@ async def _copy(
     driver: Any, table: Any, columns: Sequence[str], rows: Iterable[tuple[Any, ...]], batch: int
 ) -> int:
     """`rows` into `table` by COPY on the asyncpg connection `driver`, `batch` rows at a time."""
-    count, chunk = 0, []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == batch:
-            await driver.copy_records_to_table(table.name, records=chunk, columns=list(columns))
-            count, chunk = count + len(chunk), []
-    if chunk:
+    count = 0
+    for chunk in _chunks(rows, batch):
         await driver.copy_records_to_table(table.name, records=chunk, columns=list(columns))
         count += len(chunk)
     return count
+
+
+def _chunks(rows: Iterable[tuple[Any, ...]], size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """`rows` in lists of `size` (the last one shorter), read as they are needed."""
+    chunk: list[tuple[Any, ...]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

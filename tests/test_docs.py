@@ -51,7 +51,7 @@ FAILS = re.compile(r'^# "(.*)" \(BAD_USER_INPUT\)$', re.M)
 # The shortest README that still says what it must (the two commands, a first query, the
 # settings a partner sets, history, deployment, the security figures and the error table);
 # the rest belongs in docs/.
-README_MAX_LINES = 215
+README_MAX_LINES = 220
 # The GraphiQL screenshot a browser test produces later; until then the README's one missing file.
 SCREENSHOT = "docs/images/graphiql.png"
 

@@ -54,6 +54,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from sqlalchemy.engine import make_url
 
+from graph.server.operations import MODEL_PAGE
+
 pytestmark = pytest.mark.replicas
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,36 +96,6 @@ _NODE = (
 )
 BIG = f"""{{ a: configurations(first: 500) {{ nodes {{ {_NODE} }} }}
   b: configurations(first: 500) {{ nodes {{ {_NODE} }} }} }}"""
-MODEL_PAGE = """query ModelPage($slug: String! = "qwen-3-8b") {
-  model(slug: $slug) {
-    slug name modelId paramsB activeParamsB architecture weightPrecision gpus url page
-    configurations {
-      id gpuModel numGpus maxNumSeqs tensorParallel dataParallel expertParallel
-      energyPerTokenJoules energyPerRequestJoules medianItlMs p90ItlMs p95ItlMs p99ItlMs
-      outputThroughputTokensPerSec avgPowerWatts powerPerGpuWatts fractionOfTdp
-      avgBatchSize avgOutputLen
-    }
-    curves {
-      task gpuModel numGpus tensorParallel dataParallel expertParallel
-      points {
-        maxNumSeqs energyPerTokenJoules energyPerRequestJoules medianItlMs p99ItlMs
-        outputThroughputTokensPerSec avgPowerWatts avgBatchSize
-      }
-    }
-    power {
-      gpuModel configurations
-      totalWatts { minimum median maximum }
-      perGpuWatts { minimum median maximum }
-      fractionOfTdp { minimum median maximum }
-      gpu { fullName tdpWatts source sourceUrl }
-    }
-  }
-  source {
-    name publisher url dataUrl version compiled retrieved
-    licence licenceEvidence method cite citeUrl
-    release { lastUpdated upstreamCommit }
-  }
-}"""
 
 
 def say(message: str) -> None:
