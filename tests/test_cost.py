@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from graphql import get_named_type, get_nullable_type, is_composite_type, is_list_type, parse
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import event
 from strawberry.http import process_result
 
@@ -16,7 +19,7 @@ from graph.engine.actual_cost import actual_cost
 from graph.engine.cost import Pages
 from graph.engine.cost import requested_cost as estimate
 from graph.engine.internals import core_schema
-from graph.engine.prepared import Prepared
+from graph.engine.prepared import SMALL_KEY_CHARS, Prepared, frozen, small_key
 from graph.schema.context import Context
 from graph.schema.costs import LIST_SIZES
 from graph.server.operations import MODEL_PAGE
@@ -303,3 +306,48 @@ async def test_without_a_bucket_nothing_is_charged() -> None:
     context = SimpleNamespace(settings=Settings(rate_limit=True, rate_limit_capacity=50))
     result = await schema.execute("{ __typename }", context_value=context)
     assert result.extensions == {"cost": {"requestedQueryCost": 1, "actualQueryCost": 1}}
+
+
+# JSON values as variables come: scalars, lists and objects, nested.
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=30,
+)
+
+
+def _chars(value: Any) -> int:
+    """What a small key counts of a value: its strings' characters, 8 for anything else."""
+    if isinstance(value, dict):
+        return 8 + sum(len(k) + _chars(v) for k, v in value.items())
+    if isinstance(value, list):
+        return 8 + sum(_chars(v) for v in value)
+    return len(value) if isinstance(value, str) else 8
+
+
+@given(value=JSON, other=JSON)
+def test_memo_keys_are_equal_exactly_for_equal_values_of_equal_types(value, other) -> None:
+    """The costs' memo key (prepared.small_key): equal for equal values whatever the order of
+    an object's keys, different where a type differs (1, 1.0, true), None past its size."""
+    key = small_key(value)
+    assert (key is None) == (_chars(value) > SMALL_KEY_CHARS)
+    if key is not None:
+        assert key == frozen(value) == small_key(json.loads(json.dumps(value, sort_keys=True)))
+        other_key = small_key(other)
+        if other_key is not None:
+            same = json.dumps(value, sort_keys=True) == json.dumps(other, sort_keys=True)
+            assert (key == other_key) == same
+
+
+def test_memo_keys_of_large_or_deep_values_are_not_kept() -> None:
+    deep: list[Any] = []
+    inner = deep
+    for _ in range(5_000):
+        inner.append([])
+        inner = inner[0]
+    assert small_key(deep) is None  # not a RecursionError
+    assert small_key("x" * SMALL_KEY_CHARS) is not None
+    assert small_key("x" * (SMALL_KEY_CHARS + 1)) is None
+    assert small_key({"slug": "qwen-3-8b", "release": None}) is not None
+    assert len({small_key(v) for v in (1, 1.0, True, "1")}) == 4
+    assert small_key({"k": {1, 2}}) is None  # not a key at all

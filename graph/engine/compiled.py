@@ -50,6 +50,7 @@ from graph.engine.completion import (
     leaf,
     object_later,
     object_now,
+    plain_object,
     rows,
     run,
 )
@@ -104,25 +105,34 @@ class _Compiler:
             if not any(has_variable(a.value) for a in node.arguments or ()):
                 arguments = get_argument_values(definition, node, self.executor.variable_values)
         in_place = leaf(definition.type) if _is_leafy(definition.type) else None
-        complete, awaits = (None, False) if in_place else self.completion(definition.type, details)
+        complete, awaits, reads = (
+            (None, False, False) if in_place else self.completion(definition.type, details)
+        )
         return Field(
             key,
             definition,
             [d.node for d in details],
             attribute,
+            None
+            if attribute is not None
+            else self.fields.resolver(definition, self.executor.schema),
             arguments,
             in_place,
             complete,
             awaits or (attribute is None and self.fields.awaits(definition)),
-            needs_info=attribute is None or complete is not None,
+            needs_info=attribute is None or reads,
         )
 
-    def completion(self, type_: GraphQLOutputType, details: list[Any]) -> tuple[Complete, bool]:
-        """How to complete a value of a type that is not a leaf, and whether that awaits."""
+    def completion(
+        self, type_: GraphQLOutputType, details: list[Any]
+    ) -> tuple[Complete, bool, bool]:
+        """How to complete a value of a type that is not a leaf, whether that awaits, and
+        whether it reads the path and the resolve info it is given (None else)."""
         non_null = is_non_null_type(type_)
         inner: Any = type_.of_type if non_null else type_  # type: ignore[union-attr]
+        reads = True
         if is_list_type(inner):
-            complete, awaits = self.items(inner.of_type, details)
+            complete, awaits, reads = self.items(inner.of_type, details)
         elif is_abstract_type(inner):
             selections = {
                 t.name: self.selection(t, self.executor.collect_subfields(t, details))
@@ -133,6 +143,8 @@ class _Compiler:
         elif isinstance(inner, GraphQLObjectType):
             selection = self.selection(inner, self.executor.collect_subfields(inner, details))
             awaits = selection.awaits
+            if selection.plan is not None and not selection.fields and inner.is_type_of is None:
+                return plain_object(selection.plan, non_null), False, False
             complete = partial(object_later if awaits else object_now, selection)
         else:
             raise Fallback
@@ -144,20 +156,24 @@ class _Compiler:
                 return None
             return complete(value, path, info, state)
 
-        return nullable, awaits
+        return nullable, awaits, reads
 
-    def items(self, item_type: GraphQLOutputType, details: list[Any]) -> tuple[Complete, bool]:
+    def items(
+        self, item_type: GraphQLOutputType, details: list[Any]
+    ) -> tuple[Complete, bool, bool]:
         non_null = is_non_null_type(item_type)
         inner: Any = item_type.of_type if non_null else item_type  # type: ignore[union-attr]
         if isinstance(inner, GraphQLObjectType):
             selection = self.selection(inner, self.executor.collect_subfields(inner, details))
             if selection.plan is not None and not selection.fields:
-                return rows(selection, non_null), False
-        item, awaits = self.completion(item_type, details)
+                return rows(selection, non_null), False, inner.is_type_of is not None
+        item, awaits, reads = self.completion(item_type, details)
 
         def complete(value: Any, path: Any, info: Any, state: Run) -> Any:
             if not is_iterable(value):
                 raise Fallback
+            if not reads:
+                return [item(v, None, None, state) for v in value]
             return [item(v, Path(path, i, None), info, state) for i, v in enumerate(value)]
 
         async def complete_later(value: Any, path: Any, info: Any, state: Run) -> Any:
@@ -165,7 +181,7 @@ class _Compiler:
             is_awaitable = state.executor.is_awaitable
             return [await v if is_awaitable(v) else v for v in items]
 
-        return (complete_later, True) if awaits else (complete, False)
+        return (complete_later, True, reads) if awaits else (complete, False, reads)
 
 
 def _is_leafy(type_: Any) -> bool:

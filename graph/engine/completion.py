@@ -60,6 +60,9 @@ class Fields(Protocol):
     def awaits(self, field: GraphQLField) -> bool:
         """Whether the field's resolver may answer an awaitable."""
 
+    def resolver(self, field: GraphQLField, schema: Any) -> Resolve:
+        """How to call the field's resolver with graphql-core's arguments (as `Resolve`)."""
+
 
 class Run:
     """One execution of a plan: its executor, and the answer's cost so far."""
@@ -69,6 +72,19 @@ class Run:
     def __init__(self, executor: Runner) -> None:
         self.executor = executor
         self.cost = 0
+
+
+# A field's resolver called with (source, resolve info, graphql-core's arguments by name).
+Resolve = Callable[[Any, Any, dict[str, Any]], Any]
+
+
+def usual(resolve: Callable[..., Any]) -> Resolve:
+    """graphql-core's call of a field's `resolve`."""
+
+    def call(source: Any, info: Any, arguments: dict[str, Any]) -> Any:
+        return resolve(source, info, **arguments)
+
+    return call
 
 
 # How a value is completed: (value, path, the field's resolve info, run) -> the answer, which
@@ -84,6 +100,7 @@ class Field:
     definition: GraphQLField
     nodes: list[FieldNode]
     attribute: str | None  # read this attribute; None: call the resolver
+    resolve: Resolve | None  # the resolver (None where the attribute is read)
     arguments: dict[str, Any] | None  # the same for every request; None: read per request
     leaf: Callable[[Any], Any] | None  # a leaf or a list of leaves: completed in place
     complete: Complete | None  # anything else
@@ -129,6 +146,25 @@ def rows(selection: Selection, non_null: bool) -> Complete:
     return rows
 
 
+def plain_object(plan: plain.Plan, non_null: bool) -> Complete:
+    """An object of plain fields only, of a type without `is_type_of`: one call, which reads
+    neither the path nor the resolve info."""
+    complete = plan.complete
+
+    def one(value: Any, path: Any, info: Any, state: Run) -> Any:
+        if value is None:
+            if non_null:
+                raise Fallback
+            return None
+        data = complete(value)
+        if data is None:
+            raise Fallback
+        state.cost += len(data)
+        return data
+
+    return one
+
+
 def _start(selection: Selection, source: Any, info: Any) -> dict[str, Any]:
     """The object's plain fields, after checking it is of the selection's type."""
     type_ = selection.type
@@ -142,10 +178,13 @@ def _start(selection: Selection, source: Any, info: Any) -> dict[str, Any]:
     return data
 
 
-def _value(field: Field, source: Any, path: Path, parent: Any, state: Run) -> tuple[Any, Any]:
-    """The field's value (awaitable where its resolver answers one) and its resolve info."""
+def _value(
+    field: Field, source: Any, path: Path | None, parent: Any, state: Run
+) -> tuple[Any, Any]:
+    """The field's value (awaitable where its resolver answers one) and its resolve info (None
+    where the field does not need one: `path` is None then)."""
     info = None
-    if field.needs_info:
+    if path is not None:
         info = state.executor.build_resolve_info(field.definition, field.nodes, parent, path)
     if field.attribute is not None:
         return getattr(source, field.attribute), info
@@ -154,7 +193,7 @@ def _value(field: Field, source: Any, path: Path, parent: Any, state: Run) -> tu
         arguments = get_argument_values(
             field.definition, field.nodes[0], state.executor.variable_values
         )
-    return field.definition.resolve(source, info, **arguments), info  # type: ignore[misc]
+    return field.resolve(source, info, arguments), info  # type: ignore[misc]
 
 
 def _finish(selection: Selection, data: dict[str, Any], state: Run) -> dict[str, Any]:
@@ -167,7 +206,7 @@ def _finish(selection: Selection, data: dict[str, Any], state: Run) -> dict[str,
 def object_now(selection: Selection, source: Any, path: Any, info: Any, state: Run) -> Any:
     data = _start(selection, source, info)
     for field in selection.fields:
-        at = Path(path, field.key, selection.type.name)
+        at = Path(path, field.key, selection.type.name) if field.needs_info else None
         value, field_info = _value(field, source, at, selection.type, state)
         if isinstance(value, Exception) or state.executor.is_awaitable(value):
             _close(value)
@@ -184,7 +223,7 @@ async def object_later(selection: Selection, source: Any, path: Any, info: Any, 
     data = _start(selection, source, info)
     is_awaitable = state.executor.is_awaitable
     for field in selection.fields:
-        at = Path(path, field.key, selection.type.name)
+        at = Path(path, field.key, selection.type.name) if field.needs_info else None
         value, field_info = _value(field, source, at, selection.type, state)
         if is_awaitable(value):
             value = await value

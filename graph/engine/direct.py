@@ -28,7 +28,7 @@ from strawberry.types.graphql import OperationType as AllowedType
 
 from graph.engine import compiled, internals
 from graph.engine.limits import QueryLimits
-from graph.engine.prepared import Documents, Prepared
+from graph.engine.prepared import Documents, Prepared, small_key
 from graph.engine.validation import Limits
 from graph.settings import Settings
 
@@ -135,12 +135,7 @@ class _Run:
         await self.leave(await self.enter("on_validate"))
         if execution.pre_execution_errors:
             return None
-        coerced = get_variable_values(
-            self.direct.core,
-            operation.variable_definitions or (),
-            execution.variables or {},
-            max_errors=50,
-        )
+        coerced = _coerced(self.direct.core, prepared, operation, execution.variables or {})
         if isinstance(coerced, list):
             return None
         executing = await self.enter("on_execute")
@@ -201,6 +196,21 @@ async def _step(generator: Any) -> None:
             next(generator)
     except (StopIteration, StopAsyncIteration):
         pass
+
+
+def _coerced(schema: Any, prepared: Prepared, operation: Any, variables: dict[str, Any]) -> Any:
+    """The operation's variables coerced (graphql-core's `get_variable_values`), or the errors
+    (a list); remembered per document, operation and small values of the variables, as only
+    read (by the plan, and by resolvers through the resolve info)."""
+
+    def coerce() -> Any:
+        definitions = operation.variable_definitions or ()
+        return get_variable_values(schema, definitions, variables, max_errors=50)
+
+    key = small_key(variables)
+    if key is None:
+        return coerce()
+    return prepared.memos.remember(("variables", id(schema), id(operation), key), coerce)
 
 
 def _fragments(prepared: Prepared) -> dict[str, FragmentDefinitionNode]:

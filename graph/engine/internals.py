@@ -39,9 +39,10 @@ from strawberry.schema.schema import (
 )
 from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRule
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
+from strawberry.types.base import StrawberryOptional
 from strawberry.types.field import StrawberryField
 
-from graph.engine import compiled, plain
+from graph.engine import compiled, completion, plain
 from graph.engine.prepared import INLINE_CHARS, Prepared, off_the_loop
 
 __all__ = ["FieldDetails"]
@@ -73,8 +74,61 @@ class _StrawberryFields:
         definition = field.extensions.get("strawberry-definition")
         return not isinstance(definition, StrawberryField) or definition.is_async
 
+    @staticmethod
+    def resolver(field: GraphQLField, schema: GraphQLSchema) -> completion.Resolve:
+        """The field's resolver function called straight, where strawberry's wrapper would only
+        pass it the arguments unchanged (see `direct_resolver`); else the wrapper."""
+        assert field.resolve is not None
+        return direct_resolver(field, schema) or completion.usual(field.resolve)
+
 
 FIELDS = _StrawberryFields()
+# Argument types strawberry hands to a resolver as graphql-core coerced them.
+_AS_THEY_ARE = (str, int, float, bool)
+
+
+def direct_resolver(field: GraphQLField, schema: GraphQLSchema) -> completion.Resolve | None:
+    """A strawberry field's resolver function, called as strawberry's wrapper calls it
+    (`get_arguments`: the source as `self`, `root` or `parent`, a strawberry Info as `info`,
+    the arguments by their Python names), for a field whose wrapper would do nothing else: no
+    field extensions (permissions are one), no exception handlers in the schema, and arguments
+    that are built-in scalars, which strawberry's `convert_argument` returns unchanged. None for
+    any other field (its wrapper runs)."""
+    definition = field.extensions.get("strawberry-definition")
+    strawberry_schema = getattr(schema, "_strawberry_schema", None)
+    if (
+        not isinstance(definition, StrawberryField)
+        or definition.base_resolver is None
+        or definition.extensions
+        or strawberry_schema is None
+        or strawberry_schema.exception_handlers
+    ):
+        return None
+    config = strawberry_schema.config
+    names: dict[str, str] = {}
+    for argument in definition.arguments:
+        type_ = argument.type
+        if type(type_) is StrawberryOptional:
+            type_ = type_.of_type
+        if type_ not in _AS_THEY_ARE:
+            return None
+        names[config.name_converter.from_argument(argument)] = argument.python_name
+    if set(names) != set(field.args):
+        return None
+    resolver, info_class = definition.base_resolver, config.info_class
+    with_self = resolver.self_parameter is not None
+    as_source = [p.name for p in (resolver.parent_parameter, resolver.root_parameter) if p]
+    info_name = resolver.info_parameter.name if resolver.info_parameter else None
+
+    def call(source: Any, info: Any, arguments: dict[str, Any]) -> Any:
+        kwargs = {names[name]: value for name, value in arguments.items()}
+        for name in as_source:
+            kwargs[name] = source
+        if info_name is not None:
+            kwargs[info_name] = info_class(_raw_info=info, _field=definition)
+        return resolver(source, **kwargs) if with_self else resolver(**kwargs)
+
+    return call
 
 
 def provided_operation_name(execution_context: Any) -> str | None:

@@ -14,9 +14,10 @@ reading an attribute has no effect, so reading it twice changes nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from math import isfinite
+from keyword import iskeyword
 from operator import attrgetter
 from typing import Any
 
@@ -33,12 +34,15 @@ from graphql import (
 from graphql.type import scalars
 
 TYPENAME = "__typename"
+# A Python name written into generated code as it is: ASCII letters, digits and underscores.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 INT_RANGE = (scalars.GRAPHQL_MIN_INT, scalars.GRAPHQL_MAX_INT)
 
 
 # What a coercion returns unchanged: such a value needs no call (the coercion's own test).
 UNCHANGED: dict[Callable[[Any], Any], str] = {
-    scalars.serialize_float: "{v}.__class__ is float and isfinite({v})",
+    # A finite float less itself is 0.0; an infinity or a NaN less itself is a NaN.
+    scalars.serialize_float: "{v}.__class__ is float and {v} - {v} == 0.0",
     scalars.serialize_int: f"{{v}}.__class__ is int and {INT_RANGE[0]} <= {{v}} <= {INT_RANGE[1]}",
     scalars.serialize_string: "{v}.__class__ is str",
     scalars.serialize_id: "{v}.__class__ is str",
@@ -46,10 +50,10 @@ UNCHANGED: dict[Callable[[Any], Any], str] = {
 }
 
 
-# A plain field: its response key, how to read it (None for __typename) and coerce a value,
-# whether null is forbidden, and for a list of leaves whether a null item is (None for a leaf).
-# A tuple, as the loop over them is the hot path.
-Step = tuple[str, Callable[[Any], Any] | None, Callable[[Any], Any], bool, bool | None]
+# A plain field: its response key, the attribute it reads (None for __typename), how to coerce
+# a value, whether null is forbidden, and for a list of leaves whether a null item is (None for
+# a leaf). A tuple, as the loop over them is the hot path.
+Step = tuple[str, str | None, Callable[[Any], Any], bool, bool | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +119,7 @@ def _step(
     if name_in_python is None or shape is None:
         return None
     coerce, non_null, items_non_null = shape
-    return (key, attrgetter(name_in_python), coerce, non_null, items_non_null)
+    return (key, name_in_python, coerce, non_null, items_non_null)
 
 
 def _shape(type_: GraphQLOutputType) -> tuple[Callable[[Any], Any], bool, bool | None] | None:
@@ -140,17 +144,22 @@ def _same(value: Any) -> Any:
 
 def _compiled(type_name: str, steps: list[Step]) -> Callable[[Any], dict[str, Any] | None]:
     """One function completing the steps: straight-line code, no loop, no call for a value
-    its coercion would return unchanged. Names and keys are passed in, not written in."""
-    scope: dict[str, Any] = {"isfinite": isfinite, "Undefined": Undefined, "items": _coerced_items}
+    its coercion would return unchanged. Keys are passed in, not written in; an attribute is
+    written in only when it is a plain identifier (`source.name`), else read by attrgetter."""
+    scope: dict[str, Any] = {"Undefined": Undefined, "items": _coerced_items}
     body = []
-    for i, (key, read, coerce, non_null, items_non_null) in enumerate(steps):
+    for i, (key, name, coerce, non_null, items_non_null) in enumerate(steps):
         v = f"v{i}"
         scope[f"key{i}"] = key
-        if read is None:
+        if name is None:
             scope[v] = type_name
             continue
-        scope[f"read{i}"], scope[f"coerce{i}"] = read, coerce
-        body.append(f"{v} = read{i}(source)")
+        scope[f"coerce{i}"] = coerce
+        if _IDENTIFIER.fullmatch(name) and not iskeyword(name):
+            body.append(f"{v} = source.{name}")
+        else:
+            scope[f"read{i}"] = attrgetter(name)
+            body.append(f"{v} = read{i}(source)")
         body.append(f"if {v} is None:")
         body.append("    return None" if non_null else "    pass")
         if items_non_null is not None:

@@ -45,12 +45,7 @@ MEMO_ENTRIES = 64
 def frozen(value: Any) -> Hashable:
     """Variables as a hashable key; each scalar with its type, so that 1, 1.0 and True differ.
     Raises TypeError for a value that cannot be a key."""
-    if isinstance(value, Mapping):
-        return ("{", tuple(sorted((str(k), frozen(v)) for k, v in value.items())))
-    if isinstance(value, list | tuple):
-        return ("[", tuple(frozen(v) for v in value))
-    hash(value)
-    return (type(value), value)
+    return _frozen(value, None)
 
 
 # A memo key made of what a client sent is kept only when it is this small (its scalars' text).
@@ -58,25 +53,46 @@ SMALL_KEY_CHARS = 1024
 
 
 def small_key(value: Any) -> Hashable | None:
-    """`frozen(value)` when its scalars hold at most SMALL_KEY_CHARS characters; else None
-    (a client's large values are not worth keeping as keys, nor safe to)."""
-    room = SMALL_KEY_CHARS
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-        else:
-            room -= len(item) if isinstance(item, str | bytes) else 8
-        if room < 0:
-            return None
+    """`frozen(value)` when its scalars (and its mappings' keys) hold at most SMALL_KEY_CHARS
+    characters, a number or a container counting 8 (so nesting stays shallow); else None (a
+    client's large values are not worth keeping as keys, nor safe to)."""
     try:
-        return frozen(value)
-    except TypeError:
+        return _frozen(value, [SMALL_KEY_CHARS])
+    except (_Large, TypeError):
         return None
+
+
+class _Large(Exception):
+    """More than a small key's characters."""
+
+
+_NUMBERS = frozenset({int, float, bool, type(None)})
+
+
+def _charge(room: list[int] | None, value: Any) -> None:
+    if room is not None:
+        room[0] -= len(value) if isinstance(value, str | bytes) else 8
+        if room[0] < 0:
+            raise _Large
+
+
+def _frozen(value: Any, room: list[int] | None) -> Hashable:
+    """`frozen`, counting what its scalars hold against `room` (None: no limit)."""
+    kind = value.__class__
+    if kind is str or kind in _NUMBERS:  # the common case first
+        _charge(room, value)
+        return (kind, value)
+    if isinstance(value, Mapping):
+        _charge(room, None)
+        for key in value:
+            _charge(room, key)
+        return ("{", tuple(sorted((str(k), _frozen(v, room)) for k, v in value.items())))
+    if isinstance(value, list | tuple):
+        _charge(room, None)
+        return ("[", tuple(_frozen(v, room) for v in value))
+    _charge(room, value)
+    hash(value)
+    return (type(value), value)
 
 
 class Few(Bounded[Hashable, Any]):
