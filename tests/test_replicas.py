@@ -11,8 +11,8 @@ replicas). It shows that
 (c) a persisted query registered through A is found through B (and its answer is shared);
 (e) warm GETs of the model page through nginx's cache (with the document in the URL, and as a
     persisted query) run at least at half the rate of a static file of the same bytes from the
-    same nginx (wrk -t1 -c32, interleaved rounds, median ratio), and an expired entry is
-    revalidated with If-None-Match (the replica answers 304);
+    same nginx, asked with a URL as long (wrk -t1 -c32, interleaved rounds, median ratio), and
+    an expired entry is revalidated with If-None-Match (the replica answers 304);
 (d) SIGKILL of a replica under load through nginx costs the clients no failed request: nginx
     retries every request the dead replica had not begun to answer. A response whose header
     the replica had already written when it died (uvicorn writes header and body apart) cannot
@@ -827,11 +827,23 @@ def test_e_warm_model_page_through_nginx_cache_runs_at_half_the_static_rate(
     static.chmod(0o644)
     assert request(port, "GET", "/static/model-page.json").body == first.body
     base = f"http://127.0.0.1:{port}"
-    urls = {
-        "model page (GET with the document) from nginx's cache": base + target,
-        "model page (GET persisted query) from nginx's cache": base + apq_target,
-        "the same bytes as a static file": base + "/static/model-page.json",
+    cached = {
+        "model page (GET with the document) from nginx's cache": target,
+        "model page (GET persisted query) from nginx's cache": apq_target,
     }
+    # Each cached page is judged against the static file asked with a URL as long as its own
+    # (a query string nginx ignores for a file): the same bytes both ways, so that the ratio
+    # is what the cache costs, not what a longer request line costs wrk and nginx.
+    static_name = "the same bytes as a static file"
+    urls = {static_name: base + "/static/model-page.json"}
+    against: dict[str, str] = {}
+    for name, path in cached.items():
+        padded = "/static/model-page.json?pad="
+        urls[name] = base + path
+        against[name] = f"{static_name}, a URL as long ({len(path)} bytes)"
+        padded += "x" * max(0, len(path) - len(padded))
+        assert request(port, "GET", padded).body == first.body
+        urls[against[name]] = base + padded
     # Interleaved rounds (the order turned each round), each cached rate taken against the
     # static rate of its own round, and the median of those ratios judged: the machine is
     # shared, and another tenant's load comes and goes within seconds.
@@ -844,24 +856,23 @@ def test_e_warm_model_page_through_nginx_cache_runs_at_half_the_static_rate(
         for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
             rate, outputs[name] = wrk(urls[name], WRK_SECONDS)
             rates[name].append(rate)
-    static_name = "the same bytes as a static file"
-    static_rates = rates[static_name]
     medians: dict[str, float] = {}
     for name, values in rates.items():
-        ratios = sorted(v / s for v, s in zip(values, static_rates, strict=True))
+        baseline = against.get(name, static_name)
+        ratios = sorted(v / s for v, s in zip(values, rates[baseline], strict=True))
         medians[name] = ratios[len(ratios) // 2]
         say(
             f"(e) wrk -t1 -c32 -d{WRK_SECONDS}s, {WRK_ROUNDS} rounds, {len(first.body)} bytes: "
             f"{name}: "
             + ", ".join(f"{v:,.0f}" for v in values)
             + " req/s"
-            + ("" if name == static_name else f"; median ratio to static {medians[name]:.2f}")
+            + ("" if name not in against else f"; median ratio to {baseline} {medians[name]:.2f}")
         )
     for name, out in outputs.items():
         out = out.replace(urls[name], urls[name][:70] + ("..." if len(urls[name]) > 70 else ""))
         print(f"--- last wrk run: {name}\n{out.rstrip()}", flush=True)
-    for name, ratio in medians.items():
-        assert ratio >= 0.5, f"{name}: median {ratio:.2f} of the static file's rate"
+    for name in against:
+        assert medians[name] >= 0.5, f"{name}: median {medians[name]:.2f} of the static rate"
 
 
 # --- (d) a replica killed under load --------------------------------------------------------
