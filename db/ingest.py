@@ -8,6 +8,7 @@ statements only when they describe this data (db.provenance).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis import identities
+from db.bulk import writing
 from db.files import store_files
 from db.layout import dumped
 from db.provenance import (
@@ -26,9 +28,7 @@ from db.provenance import (
 )
 from db.shapes import Manifest
 from db.snapshot import Snapshot, combined_digest
-from db.tables import (
-    ReleaseRow,
-)
+from db.tables import ModelRow, ReleaseRow
 from db.timeline import record_changes
 from db.writes import add_models, add_task
 
@@ -114,42 +114,69 @@ async def ingest(
                 existing.commit_subject = origin.subject
                 existing.source_url = source_url(origin.commit, snapshot.location)
             return IngestReport(existing.id, True, existing.last_updated, digest)
-        like = await session.scalar(
-            select(ReleaseRow.id)
-            .where(ReleaseRow.content_digest == snapshot.content_digest)
-            .order_by(ReleaseRow.id)
-            .limit(1)
-        )
-        report = IngestReport(
-            0,
-            False,
-            snapshot.index.last_updated,
-            digest,
-            warnings=warnings,
-            manifest_applies=applies,
-            same_data_as=like,
-        )
-        release = await _add_release(
-            session, snapshot, digest, manifest if applies else None, origin
-        )
-        release.same_data_as = like
-        report.release_id = release.id
-        await store_files(session, release.id, snapshot)
-        models = await add_models(session, release.id, snapshot, manifest, applies, manifest_name)
-        report.models = len(models)
-        checks: list[identities.Violations] = []
+        # The content digest is computed aside while the release is written (db.content).
+        content = asyncio.create_task(snapshot.content_digest())
+        try:
+            report = IngestReport(
+                0,
+                False,
+                snapshot.index.last_updated,
+                digest,
+                warnings=warnings,
+                manifest_applies=applies,
+            )
+            release = await _add_release(
+                session, snapshot, digest, manifest if applies else None, origin
+            )
+            report.release_id = release.id
+            models = await add_models(
+                session, release.id, snapshot, manifest, applies, manifest_name
+            )
+            report.models = len(models)
+            checks = await _add_tasks(session, release.id, snapshot, models, report)
+            release.checks = [asdict(v) for v in checks]
+            report.warnings += [_describe(v) for v in checks]
+            await _same_data(session, release, await content)
+            report.same_data_as = release.same_data_as
+            await record_changes(session, release)
+        finally:
+            content.cancel()  # when the release was not written whole: its digest is not needed
+            await asyncio.gather(content, return_exceptions=True)
+    return report
+
+
+async def _add_tasks(
+    session: AsyncSession,
+    release_id: int,
+    snapshot: Snapshot,
+    models: dict[str, ModelRow],
+    report: IngestReport,
+) -> list[identities.Violations]:
+    """The release's files and tasks, written; what the rows' identities checks found. On
+    PostgreSQL the files and each task's rows are stored while the next task is read."""
+    checks: list[identities.Violations] = []
+    async with writing(session):
+        await store_files(session, release_id, snapshot)
         for name in snapshot.task_names:
             task = snapshot.start_task(name)
-            written = await add_task(session, release.id, task, models, report.warnings)
+            written = await add_task(session, release_id, task, models, report.warnings)
             report.configurations[task.name] = written
             if task.kind.checks_identities:
                 rows = [dumped(row) for row in task.rows]
                 checks += identities.check(task.path, rows)
             del task
-        release.checks = [asdict(v) for v in checks]
-        report.warnings += [_describe(v) for v in checks]
-        await record_changes(session, release)
-    return report
+    return checks
+
+
+async def _same_data(session: AsyncSession, release: ReleaseRow, content_digest: str) -> None:
+    """The release's content digest, and the first release stored before with the same."""
+    release.same_data_as = await session.scalar(
+        select(ReleaseRow.id)
+        .where(ReleaseRow.content_digest == content_digest, ReleaseRow.id != release.id)
+        .order_by(ReleaseRow.id)
+        .limit(1)
+    )
+    release.content_digest = content_digest
 
 
 async def _add_release(
@@ -166,7 +193,6 @@ async def _add_release(
     release = ReleaseRow(
         digest=digest,
         data_digest=snapshot.digest,
-        content_digest=snapshot.content_digest,
         location=snapshot.location,
         upstream_commit=origin.commit,
         commit_date=origin.date,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from db.content import content_digest
+from db.content import digest_aside
 from db.errors import IngestError
 from db.fetch import Fetcher, parse_json, upstream_commit
 from db.shapes import Manifest, TaskFile, UpstreamIndex, validate
@@ -54,9 +54,6 @@ class Snapshot:
     files: Mapping[str, bytes] = field(repr=False)
     # SHA-256 over the files' paths and bytes: equal digests, equal files.
     digest: str
-    # SHA-256 over the files' content, whatever its formatting and row order: a release whose
-    # files differ from another's only in how they are written has the same.
-    content_digest: str
     warnings: list[str] = field(default_factory=list)
     # The tasks to read (those index.json lists, or the ones asked for).
     task_names: list[str] = field(default_factory=list)
@@ -73,6 +70,12 @@ class Snapshot:
     def start_task(self, name: str) -> TaskReading:
         """The task's file read and validated; its models' files read as `models()` goes."""
         return start_task(self.files, self.index, name, self.warnings)
+
+    async def content_digest(self) -> str:
+        """SHA-256 over the files' content, whatever its formatting and row order: a release
+        whose files differ from another's only in how they are written has the same. A large
+        snapshot's is computed by a process of its own, while the caller goes on (db.content)."""
+        return await digest_aside(self.files)
 
     def sha256(self, path: str) -> str:
         files = self.files
@@ -147,7 +150,6 @@ async def _load(location: str, source: Source, tasks: tuple[str, ...] | None) ->
         index=index,
         files=files,
         digest=files_digest(files),
-        content_digest=content_digest(files),
         warnings=warnings,
         task_names=names,
         orphans=orphans,

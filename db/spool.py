@@ -60,6 +60,19 @@ class Spool(Mapping[str, bytes]):
     def __contains__(self, path: object) -> bool:
         return path in self._entries
 
+    def place(self, path: str) -> tuple[int, int]:
+        """Where the file's bytes are in the spool's file (`fileno`): offset and size."""
+        entry = self._entries[path]
+        return entry.offset, entry.size
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def total(self) -> int:
+        """The bytes written to the spool's file (a replaced file's too)."""
+        return self._end
+
     def sha256(self, path: str) -> str:
         return self._entries[path].sha256
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any, cast
 
@@ -9,7 +10,7 @@ from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis.changes import configuration_keys
-from db.bulk import insert_rows, json_text
+from db.bulk import drain, insert_rows, json_text
 from db.errors import IngestError
 from db.gpus import gpu_facts
 from db.layout import configuration, dumped, layout, model_facts
@@ -41,6 +42,8 @@ async def add_task(
     values: list[tuple[Any, ...]] = [()] * len(task.rows)
     model_tasks = []
     for part in task.models():
+        # A turn for the bulk writer (db.bulk.writing) between files: it sends what waits.
+        await asyncio.sleep(0)
         model = models[part.model_id]
         model_tasks.append(_model_task(model.id, part.path, part.document))
         ids, facts = (release_id, model.id), model_facts(model)
@@ -53,16 +56,20 @@ async def add_task(
         architecture=task.architecture,
         file_architecture=task.file_architecture,
     )
+    await drain(session)  # the previous task's rows sent: the session's statements may run
     session.add(task_row)
     await _ensure_gpus(session, {row.gpu_model for row in task.rows}, warnings)
     await session.flush()
     task_id = (task_row.id,)
+    # The configurations first: on PostgreSQL the server stores them while the next task is
+    # read (db.bulk.writing), and the model files' few rows wait behind them.
+    written = await insert_rows(
+        session, task.kind.table, shape.columns, (row + task_id for row in values)
+    )
     await insert_rows(
         session, ModelTaskRow, MODEL_TASK_COLUMNS, (row + task_id for row in model_tasks)
     )
-    return await insert_rows(
-        session, task.kind.table, shape.columns, (row + task_id for row in values)
-    )
+    return written
 
 
 async def _ensure_gpus(session: AsyncSession, names: set[str], warnings: list[str]) -> None:

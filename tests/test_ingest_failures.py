@@ -4,6 +4,7 @@ and the data served before stays served, unchanged. Identical data ingested agai
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import subprocess
@@ -659,14 +660,18 @@ def database_fails(engine: AsyncEngine, table: str, when: str) -> Iterator[list[
         event.remove(engine.sync_engine, event_name, hook)
 
 
-# The order ingest writes in: a release, its source, new GPUs, models, a task, model files,
-# configurations. Failing at each step leaves nothing of the new release behind.
+# The order ingest writes in: a release, its source, models, the files' bytes and names, new
+# GPUs, a task, configurations, model files (on PostgreSQL the last four by the bulk writer,
+# db.bulk.writing, while the ingest goes on). Failing at each step leaves nothing of the new
+# release behind.
 WRITE_FAILURES = [
     ("releases", "after"),
-    ("gpus", "after"),
     ("models", "before"),
-    ("model_tasks", "after"),
+    ("blobs", "after"),
+    ("release_files", "before"),
+    ("gpus", "after"),
     ("configurations", "after"),
+    ("model_tasks", "after"),
 ]
 
 
@@ -696,6 +701,43 @@ async def test_failure_while_writing_leaves_no_partial_release(
     after = await served(engine, settings)
     assert after["source"]["release"]["number"] == report.release_id
     assert "MI300X" in [gpu["name"] for gpu in after["gpus"]]
+
+
+def _with_second_task(files: Files, name: str = "gpqa") -> Files:
+    """The synthetic task's files again as a second task, `name`, read after it."""
+    files["index.json"]["tasks"].append(name)
+    files["index.json"]["architectures"]["llm"].append(name)
+    files[f"tasks/{name}.json"] = {**copy.deepcopy(files[TASK_FILE]), "task": name}
+    for path in (TINY, MIXTURE):
+        files[path.replace(synthetic.TASK, name)] = copy.deepcopy(files[path])
+    return files
+
+
+async def test_bad_second_task_after_the_first_was_written_changes_nothing(
+    engine: AsyncEngine, synthetic_dir: Path, settings: Settings, tmp_path: Path
+) -> None:
+    """The first task's rows are written (on PostgreSQL, being sent while the second is read)
+    when the second task is found bad: the ingest fails with its error, and rolls back whole."""
+    await ingest_dir(engine, synthetic_dir)
+    before, counts = await served(engine, settings), await table_counts(engine)
+    files = _with_second_task(synthetic.documents())
+    files["index.json"]["last_updated"] = "2030-02-01"
+    good = await ingest_dir(engine, synthetic.write(tmp_path / "good", files))
+    assert good.configurations == {synthetic.TASK: 7, "gpqa": 7}
+    assert await table_counts(engine) != counts
+    files["index.json"]["last_updated"] = "2030-03-01"
+    _set("models/acme__Tiny-1B__gpqa.json", "configurations", 1, "max_num_seqs", value=32)(files)
+    after_good = await served(engine, settings), await table_counts(engine)
+
+    with pytest.raises(IngestError) as info:
+        await ingest_dir(engine, synthetic.write(tmp_path / "bad", files))
+
+    assert str(info.value) == (
+        "models/acme__Tiny-1B__gpqa.json, row 1, field 'max_num_seqs': "
+        "32 disagrees with tasks/gpqa.json row 1 (64)"
+    )
+    assert (await served(engine, settings), await table_counts(engine)) == after_good
+    assert before != after_good[0]
 
 
 async def test_database_refusal_changes_nothing(
