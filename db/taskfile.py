@@ -8,9 +8,10 @@ rows and one model file's, whatever the size of the data; `read_task` reads them
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from operator import itemgetter, ne
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -177,6 +178,7 @@ def _pair(
         )
     paired = []
     details = _all_valid(model_doc.configurations, {"rows"}, {"rows": kind.model_shape})
+    same = _Same()
     for model_row, ((task_row, row, variant), raw) in enumerate(
         zip(own, model_doc.configurations, strict=True)
     ):
@@ -192,23 +194,70 @@ def _pair(
         # Everything the model file says of the row, flattened as the task file writes it.
         flat = {k: v for k, v in raw.items() if k not in _NESTED}
         flat.update((k, v) for k, v in raw["parallelization"].items() if k != "notes")
-        extra, given, declared = row.model_extra or {}, row.model_fields_set, row.__dict__
-        for key, value in flat.items():
-            if key in declared and key in given:
-                stated = declared[key]
-            elif key in extra:
-                stated = extra[key]
-            else:
-                continue  # said by the model file only (a newer field): kept there
-            if stated != value:
-                raise IngestError(
-                    model_path,
-                    f"{value!r} disagrees with {task_path} row {task_row} ({stated!r})",
-                    row=model_row,
-                    field=key,
-                )
+        if not same(row, flat):
+            _disagreement(row, flat, model_path, model_row, task_path, task_row)
         paired.append(Measurement(row, task_row, model_row, detail, variant))
     return paired
+
+
+class _Same:
+    """Whether a task-file row states every field the model file's row states as the model file
+    does (a field the task file does not state is the model file's alone: a newer field, kept
+    there). The fields both state are looked up as a set per row, and compared by one getter
+    made for that set (the rows of a model file state the same fields, mostly)."""
+
+    def __init__(self) -> None:
+        self._keys: tuple[set[str], set[str]] | None = None
+        self._get: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
+
+    def __call__(self, row: TaskRow, flat: dict[str, Any]) -> bool:
+        unknown = row.model_extra or {}
+        extra = unknown.keys() & flat.keys()
+        declared = (row.model_fields_set & flat.keys()) - extra  # the set holds the unknown too
+        if self._keys != (declared, extra):
+            self._keys = (declared, extra)
+            self._get = (_getter(declared), _getter(extra))
+        assert self._get is not None
+        from_declared, from_extra = self._get
+        # `!=` on each pair, as the reference compares (a tuple's `==` takes a value as equal
+        # to itself, a NaN too).
+        return not any(map(ne, from_declared(row.__dict__), from_declared(flat))) and not any(
+            map(ne, from_extra(unknown), from_extra(flat))
+        )
+
+
+def _getter(keys: set[str]) -> Callable[[Any], Any]:
+    """The values of `keys` of a mapping, as one tuple (empty for no keys)."""
+    if not keys:
+        return lambda _mapping: ()
+    get = itemgetter(*sorted(keys))
+    return get if len(keys) > 1 else lambda mapping: (get(mapping),)
+
+
+def _disagreement(
+    row: TaskRow,
+    flat: dict[str, Any],
+    model_path: str,
+    model_row: int,
+    task_path: str,
+    task_row: int,
+) -> None:
+    """Raise the first field of the model file's row that the task-file row states otherwise."""
+    extra, given, declared = row.model_extra or {}, row.model_fields_set, row.__dict__
+    for key, value in flat.items():
+        if key in declared and key in given:
+            stated = declared[key]
+        elif key in extra:
+            stated = extra[key]
+        else:
+            continue  # said by the model file only (a newer field): kept there
+        if stated != value:
+            raise IngestError(
+                model_path,
+                f"{value!r} disagrees with {task_path} row {task_row} ({stated!r})",
+                row=model_row,
+                field=key,
+            )
 
 
 @cache
