@@ -1,7 +1,7 @@
 """The content digest computed aside (db.content.digest_aside, a child process reading the spool)
 is the one computed here, an ingest records it and the release of the same data as before; a
 failed or cancelled child fails or stops the ingest, which leaves nothing behind. And on
-PostgreSQL the files' bytes are compressed with lz4 (migration 0003), a server without it
+PostgreSQL the files' column is compressed with lz4 (migration 0003), a server without it
 keeping its own method."""
 
 from __future__ import annotations
@@ -142,9 +142,9 @@ async def test_blobs_are_compressed_with_lz4(engine: AsyncEngine, synthetic_dir:
                 "WHERE attrelid = 'blobs'::regclass AND attname = 'data'"
             )
         )
-        large = await conn.scalar(
-            text("SELECT pg_column_compression(data) FROM blobs WHERE size > 4000 LIMIT 1")
-        )
+        # The files come as LZ4 frames already (migration 0004): the server's own compression
+        # finds little left to take, and is lz4 for whatever it tries.
+        large = await conn.scalar(text("SELECT encoding FROM blobs WHERE size > 4000 LIMIT 1"))
     assert (method, large) == ("l", "lz4")
 
 

@@ -15,7 +15,7 @@ async def test_migrated_tables_match_the_declared_ones(engine: AsyncEngine) -> N
     async with engine.connect() as conn:
         drift = await conn.run_sync(schema_drift)
         revision = await conn.scalar(text("SELECT version_num FROM alembic_version"))
-    assert (drift, revision) == ([], "0003")
+    assert (drift, revision) == ([], "0004")
 
 
 async def test_upgrading_a_current_database_changes_nothing(engine: AsyncEngine) -> None:

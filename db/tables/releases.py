@@ -94,9 +94,13 @@ class BlobRow(Base):
 
     __tablename__ = "blobs"
 
+    # The file's SHA-256 and size as published; `data` is the file's bytes as `encoding` says
+    # (db.files): "lz4" (an LZ4 frame), or null for the bytes as they are (blobs stored before
+    # 0.2, and any reader's fallback).
     sha256: Mapped[str] = mapped_column(String(64), primary_key=True)
     size: Mapped[int]
     data: Mapped[bytes] = mapped_column(LargeBinary)
+    encoding: Mapped[str | None] = mapped_column(String(16))
 
     def __repr__(self) -> str:
         return f"BlobRow(sha256={self.sha256[:12]!r}, size={self.size})"
