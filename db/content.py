@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import sys
@@ -24,6 +25,7 @@ import orjson
 
 from db.spool import Spool
 
+log = logging.getLogger(__name__)
 # A spool holding at least this many bytes is digested by a process of its own (a smaller one
 # costs less than starting a Python process).
 ASIDE_BYTES = 16 * 1024 * 1024
@@ -96,25 +98,29 @@ def content_digest(files: Mapping[str, bytes]) -> str:
 
 async def digest_aside(files: Mapping[str, bytes]) -> str:
     """`content_digest(files)`: computed by a child process when `files` is a Spool of at least
-    ASIDE_BYTES, else here. A failure of the child is raised as a RuntimeError; cancelled, the
-    child is killed."""
+    ASIDE_BYTES, else here (and here when no process can be started). A failure of the child
+    is raised as a RuntimeError; cancelled, the child is killed."""
     if not isinstance(files, Spool) or files.total < ASIDE_BYTES:
         return content_digest(files)
     places = orjson.dumps([(path, *files.place(path)) for path in files])
     # The child imports this very package, wherever the working directory is.
     paths = [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",
-        "-m",
-        "db.content",
-        str(files.fileno()),
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        pass_fds=(files.fileno(),),
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-P",
+            "-m",
+            "db.content",
+            str(files.fileno()),
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)},
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=(files.fileno(),),
+        )
+    except OSError as exc:  # no process to be had here (a sandbox, a limit): made here, slower
+        log.warning("the content digest is computed in this process: %s", exc)
+        return content_digest(files)
     try:
         out, err = await process.communicate(places)
     except BaseException:

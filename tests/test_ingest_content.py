@@ -110,6 +110,19 @@ async def test_a_failed_child_fails_the_ingest_and_changes_nothing(
 
 
 @pytest.mark.usefixtures("aside")
+async def test_without_a_process_to_start_the_digest_is_made_here(
+    synthetic_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def refused(*_args: Any, **_kwargs: Any) -> Any:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", refused)
+    snapshot = await load_snapshot(str(synthetic_dir))
+    assert await digest_aside(snapshot.files) == content_digest(dict(snapshot.files))
+    assert "computed in this process: [Errno 1] Operation not permitted" in caplog.text
+
+
+@pytest.mark.usefixtures("aside")
 async def test_a_cancelled_digest_kills_its_child(
     synthetic_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
