@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from db.spool import Spool
+from db.spool import Spool, read_at
 
 log = logging.getLogger(__name__)
 # A spool holding at least this many bytes is digested by a process of its own (a smaller one
@@ -142,10 +142,7 @@ class _Slices(Mapping[str, bytes]):
 
     def __getitem__(self, path: str) -> bytes:
         offset, size = self._places[path]
-        data = os.pread(self._fd, size, offset)
-        if len(data) != size:
-            raise OSError(f"read {len(data)} of {size} bytes of {path}")
-        return data
+        return read_at(self._fd, offset, size, path)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._places)

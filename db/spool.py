@@ -46,10 +46,7 @@ class Spool(Mapping[str, bytes]):
 
     def __getitem__(self, path: str) -> bytes:
         entry = self._entries[path]
-        data = os.pread(self._fd, entry.size, entry.offset)
-        if len(data) != entry.size:  # pragma: no cover - the file is ours alone
-            raise OSError(f"spool: read {len(data)} of {entry.size} bytes of {path}")
-        return data
+        return read_at(self._fd, entry.offset, entry.size, path)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
@@ -81,3 +78,11 @@ class Spool(Mapping[str, bytes]):
 
     def close(self) -> None:
         self._close()
+
+
+def read_at(fd: int, offset: int, size: int, path: str) -> bytes:
+    """The `size` bytes of the file `path` at `offset` in the spool's file `fd`."""
+    data = os.pread(fd, size, offset)
+    if len(data) != size:
+        raise OSError(f"spool: read {len(data)} of {size} bytes of {path}")
+    return data

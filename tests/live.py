@@ -56,9 +56,14 @@ def serving(directory: Path, **env: str) -> Iterator[int]:
             time.sleep(0.2)
         yield port
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes], seconds: float = 10) -> None:
+    """Terminate a server started by a test, killed when it takes longer than `seconds`."""
+    process.terminate()
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

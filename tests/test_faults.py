@@ -30,7 +30,7 @@ from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import BACKENDS, _in_thread, ingest_dir
-from tests.live import free_port
+from tests.live import free_port, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -454,12 +454,7 @@ def _serve(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def test_serve_ingests_into_an_empty_database(synthetic_dir: Path, tmp_path: Path) -> None:

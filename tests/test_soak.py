@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import httpx
 import pytest
 
 from graph.server.operations import MODEL_PAGE
+from tests.live import free_port, stop
 
 pytestmark = pytest.mark.soak
 
@@ -73,13 +73,6 @@ class Tally:
         self.kinds["unexpected"] += 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -97,7 +90,7 @@ def server(tmp: Path) -> Iterator[tuple[str, int]]:
         check=True,
         capture_output=True,
     )
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LEADGREEN_LOG_LEVEL": "warning"}
     log = tmp / "server.log"
     with log.open("wb") as out:
@@ -121,12 +114,7 @@ def server(tmp: Path) -> Iterator[tuple[str, int]]:
         yield url, process.pid
         assert process.poll() is None, "the server died: " + log.read_text()[-3000:]
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, 15)
 
 
 def check(tally: Tally, kind: str, response: httpx.Response, expect_error: str | None) -> None:
