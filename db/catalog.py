@@ -123,11 +123,6 @@ class Catalog:
         }
         self.by_key = KeyIndex({row.key: row for rows in self.rows.values() for row in rows})
 
-    def kind(self, task: str) -> Kind | None:
-        """The kind of the task of this name, or None when the release has no such task."""
-        found = self.task_by_name.get(task)
-        return None if found is None else self.kind_of_task[found.id]
-
     def model(self, *, slug: str | None = None, model_id: str | None = None) -> ModelRow | None:
         """The model with this slug and/or Hugging Face id, or None."""
         found = None

@@ -247,17 +247,20 @@ async def test_with_the_watcher_s_release_a_page_reads_nothing(
 
 async def test_unknown_names_are_not_remembered(synthetic_db, settings, monkeypatch) -> None:
     """A catalog remembers what it derives for the release's own tasks only: a client asking
-    for made-up task names cannot make it grow."""
+    for made-up task names gets an error and cannot make it grow."""
     catalogs = Catalogs()
     execute = make_execute(synthetic_db, settings, catalogs)
-    query = """query ($t: String) { model(slug: "tiny-1b") {
-        curves(task: $t) { gpuModel } power(task: $t) { gpuModel } configurations(task: $t) { id }
-    } }"""
+    query = """query ($t: String) {
+        a: model(slug: "tiny-1b") { curves(task: $t) { gpuModel } }
+        b: model(slug: "tiny-1b") { power(task: $t) { gpuModel } }
+        c: model(slug: "tiny-1b") { configurations(task: $t) { id } }
+    }"""
     assert await execute(query, t="lm-arena-chat")
     assert catalogs._default is not None
     catalog = catalogs._default[1]
     remembered = len(catalog._derived)
     for n in range(20):
         data = await execute(query, t=f"made-up-{n}")
-        assert data == {"model": {"curves": [], "power": [], "configurations": []}}
+        message = f"unknown task 'made-up-{n}' in `task`; `tasks` lists them"
+        assert data == {"errors": [{"message": message, "code": "BAD_USER_INPUT"}] * 3}
     assert len(catalog._derived) == remembered

@@ -488,15 +488,15 @@ async def test_energy_units_and_estimates(execute: Execute, carbon, price) -> No
         ),
         (
             'leaderboard(task: "nope") { maxItlMs }',
-            "unknown task 'nope'; the tasks are lm-arena-chat, text-to-image",
+            "unknown task 'nope' in `task`; `tasks` lists them",
         ),
         (
             'paretoFrontier(task: "gpqa") { candidates }',
-            "unknown task 'gpqa'; the tasks are lm-arena-chat, text-to-image",
+            "unknown task 'gpqa' in `task`; `tasks` lists them",
         ),
         (
             'leaderboard(gpus: ["A100"]) { maxItlMs }',
-            "unknown GPU 'A100'; the GPU types are B200, H100",
+            "unknown GPU 'A100' in `gpus`; `gpus` lists them",
         ),
         (
             "leaderboard(gpus: []) { maxItlMs }",
@@ -512,7 +512,7 @@ async def test_energy_units_and_estimates(execute: Execute, carbon, price) -> No
         ),
         (
             'compareModels(models: ["gpt-5"]) { energyJoules }',
-            "unknown model slug 'gpt-5'; the `models` query lists them",
+            "unknown model slug 'gpt-5' in `models`; `models` lists them",
         ),
         (
             f'compareModels(models: ["{TINY}", "{MIX}", "{TINY}"]) {{ energyJoules }}',
@@ -524,7 +524,7 @@ async def test_energy_units_and_estimates(execute: Execute, carbon, price) -> No
         ),
         (
             'compareGpus(baseline: "A100") { energyRatio }',
-            "unknown GPU 'A100'; the GPU types are B200, H100",
+            "unknown GPU 'A100' in `baseline`; `gpus` lists them",
         ),
         (
             "configurations(first: 1) { nodes { energy(gridCarbonIntensity: -1) "
@@ -549,8 +549,8 @@ async def test_a_release_without_diffusion_tasks(execute_synthetic: Execute) -> 
     assert await execute_synthetic(query) == {
         "errors": [
             {
-                "message": "'lm-arena-chat' is not one of the diffusion tasks this field takes: "
-                "none",
+                "message": "task 'lm-arena-chat' in `task` is an LLM or MLLM task; this field "
+                "takes diffusion tasks: none",
                 "code": "BAD_USER_INPUT",
             }
         ]
@@ -684,11 +684,13 @@ async def test_diffusion_flag_and_energy(execute: Execute) -> None:
     [
         (
             'leaderboard(task: "text-to-image") { maxItlMs }',
-            "'text-to-image' is not one of the LLM or MLLM tasks this field takes: lm-arena-chat",
+            "task 'text-to-image' in `task` is a diffusion task; this field takes LLM or MLLM "
+            "tasks: lm-arena-chat",
         ),
         (
             'diffusionLeaderboard(task: "lm-arena-chat") { maxBatchLatencyS }',
-            "'lm-arena-chat' is not one of the diffusion tasks this field takes: text-to-image",
+            "task 'lm-arena-chat' in `task` is an LLM or MLLM task; this field takes diffusion "
+            "tasks: text-to-image",
         ),
         (
             "diffusionLeaderboard(constraints: {maxBatchLatencyS: -1}) { maxBatchLatencyS }",
@@ -696,7 +698,7 @@ async def test_diffusion_flag_and_energy(execute: Execute) -> None:
         ),
         (
             'diffusionParetoFrontier(task: "text-to-video") { candidates }',
-            "unknown task 'text-to-video'; the tasks are lm-arena-chat, text-to-image",
+            "unknown task 'text-to-video' in `task`; `tasks` lists them",
         ),
     ],
 )

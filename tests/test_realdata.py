@@ -452,7 +452,8 @@ FILTERS: list[dict[str, Any]] = [
     # A ceiling equal to a row's own median ITL: inclusive, so that row is in.
     {"task": TASK, "maxMedianItlMs": statistics.median_low(r["median_itl_ms"] for r in ROWS)},
     {"task": TASK, "maxMedianItlMs": max(r["median_itl_ms"] for r in ROWS)},
-    {"task": "no-such-task"},
+    # A slug and a model id of two different models: a connection selects nothing.
+    {"task": TASK, "model": SLUG_BY_MODEL_ID[REPEATED_MODEL], "modelId": "Qwen/Qwen3-8B"},
 ]
 
 
@@ -471,6 +472,15 @@ async def test_filters(execute_real) -> None:
         assert page["nodes"] == [expected_node(row) for row in expected], given
     assert matching(FILTERS[-2]) == ROWS
     assert matching(FILTERS[-1]) == []
+    # A task the release does not have is an error, not an empty page.
+    assert await execute_real(query, filter={"task": "no-such-task"}) == {
+        "errors": [
+            {
+                "message": "unknown task 'no-such-task' in `filter.task`; `tasks` lists them",
+                "code": "BAD_USER_INPUT",
+            }
+        ]
+    }
 
 
 ORDERINGS = [

@@ -612,7 +612,6 @@ DIFFUSION_FILTERS: list[dict[str, Any]] = [
     {"modelId": ROWS["text-to-image"][-1]["model_id"], "numGpus": 1},
     {"model": _slug_of_first("text-to-image"), "task": "text-to-video"},
     {"task": "lm-arena-chat"},
-    {"model": "no-such-model"},
 ]
 
 
@@ -665,8 +664,18 @@ async def test_diffusion_filters(execute_real) -> None:
                 row["num_gpus"],
                 row["model_id"],
             )
+    assert diffusion_matching(DIFFUSION_FILTERS[-1]) == []
     assert diffusion_matching(DIFFUSION_FILTERS[-2]) == []
-    assert diffusion_matching(DIFFUSION_FILTERS[-3]) == []
+    # A model the release does not have is an error, not an empty page.
+    assert await execute_real(query, filter={"model": "no-such-model"}) == {
+        "errors": [
+            {
+                "message": "unknown model slug 'no-such-model' in `filter.model`; "
+                "`models` lists them",
+                "code": "BAD_USER_INPUT",
+            }
+        ]
+    }
 
 
 # --- Measured power of diffusion models ---------------------------------------------------------

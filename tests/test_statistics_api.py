@@ -278,9 +278,15 @@ ONE_SERIES = 'fittedCurves(model: "tiny-1b", gpu: "B200")'
             "{ responses }",
             "binCount must be between 1 and 1000, got 0",
         ),
-        ('fittedCurves(task: "gpqa") { runs }', "unknown task 'gpqa'; the tasks are lm-arena-chat"),
-        ('fittedCurves(model: "nope") { runs }', "there is no model with slug 'nope'"),
-        ('fittedCurves(gpu: "A100") { runs }', "unknown GPU 'A100'; `gpus` lists them"),
+        (
+            'fittedCurves(task: "gpqa") { runs }',
+            "unknown task 'gpqa' in `task`; `tasks` lists them",
+        ),
+        (
+            'fittedCurves(model: "nope") { runs }',
+            "unknown model slug 'nope' in `model`; `models` lists them",
+        ),
+        ('fittedCurves(gpu: "A100") { runs }', "unknown GPU 'A100' in `gpu`; `gpus` lists them"),
         ("fittedCurves(numGpus: 0) { runs }", "numGpus must be at least 1, got 0"),
         (
             f"{ONE_SERIES} {{ avgPowerWatts {{ estimate(batchSize: -4) {{ value }} }} }}",
@@ -292,11 +298,11 @@ ONE_SERIES = 'fittedCurves(model: "tiny-1b", gpu: "B200")'
         ),
         (
             'facets(task: "chat") { configurations }',
-            "unknown task 'chat'; the tasks are lm-arena-chat",
+            "unknown task 'chat' in `task`; `tasks` lists them",
         ),
         (
             'configurationAggregate(filter: {model: "nope"}) { count }',
-            "there is no model with slug 'nope'",
+            "unknown model slug 'nope' in `filter.model`; `models` lists them",
         ),
         (
             'configurationAggregate(filter: {modelId: "acme/Tiny-1B", model: "mixture-8x2b"}) '
@@ -305,11 +311,11 @@ ONE_SERIES = 'fittedCurves(model: "tiny-1b", gpu: "B200")'
         ),
         (
             'configurationAggregate(filter: {task: "nope"}) { count }',
-            "unknown task 'nope'; the tasks are lm-arena-chat",
+            "unknown task 'nope' in `filter.task`; `tasks` lists them",
         ),
         (
             'configurationAggregate(filter: {gpu: "TPU"}) { count }',
-            "unknown GPU 'TPU'; `gpus` lists them",
+            "unknown GPU 'TPU' in `filter.gpu`; `gpus` lists them",
         ),
         (
             "configurationAggregate(filter: {maxMedianItlMs: -1}) { count }",
@@ -321,7 +327,8 @@ ONE_SERIES = 'fittedCurves(model: "tiny-1b", gpu: "B200")'
         ),
         (
             'diffusionConfigurationAggregate(filter: {task: "lm-arena-chat"}) { count }',
-            "task 'lm-arena-chat' is an LLM or MLLM task; this field takes the other kind",
+            "task 'lm-arena-chat' in `filter.task` is an LLM or MLLM task; this field takes "
+            "diffusion tasks: none",
         ),
     ],
 )

@@ -1,4 +1,5 @@
-"""The per-request context: one database session, the release it answers from and its catalog."""
+"""The per-request context: one database session, the release it answers from and its catalog;
+and the one check of each kind of name a client gives (a GPU type, a task, a model)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import reads
 from db.catalog import Catalog
-from db.tables import ReleaseRow
+from db.kinds import Kind
+from db.tables import ModelRow, ReleaseRow, TaskRow
 from graph.errors import BadInput, NoData
 from graph.schema.catalogs import Catalogs
 from graph.settings import Settings
@@ -86,3 +88,44 @@ class Context:
         release = await self.release(release_id)
         default = release_id is None or release is self._release
         return await self.catalogs.get(lambda: self.db, release, default=default)
+
+
+# The names a client may give in an argument, each checked here and nowhere else: an unknown one
+# is a BadInput naming the value, the argument it came in and the root field that lists the
+# valid ones, whatever field it was given to (a filter that silently selects nothing would
+# pass a typo for "no data"). `argument` is as the client wrote it: `gpus`, `filter.task`.
+
+
+def unknown(what: str, value: str, argument: str, listed_by: str) -> BadInput:
+    """The one answer to a name the release does not know (`value` cut at 200 characters)."""
+    return BadInput(f"unknown {what} {value[:200]!r} in `{argument}`; `{listed_by}` lists them")
+
+
+def known_gpu(catalog: Catalog, name: str, argument: str) -> str:
+    """`name`, a GPU type the catalog knows; else BadInput."""
+    if name not in catalog.gpu_by_name:
+        raise unknown("GPU", name, argument, "gpus")
+    return name
+
+
+def known_task(catalog: Catalog, name: str, argument: str, kind: Kind | None = None) -> TaskRow:
+    """The release's task of this name, of `kind` when given; else BadInput."""
+    task = catalog.task_by_name.get(name)
+    if task is None:
+        raise unknown("task", name, argument, "tasks")
+    found = catalog.kind_of_task[task.id]
+    if kind is not None and found is not kind:
+        fits = sorted(t.name for t in catalog.tasks if catalog.kind_of_task[t.id] is kind)
+        raise BadInput(
+            f"task {name!r} in `{argument}` is {found.article} {found.called} task; this field "
+            f"takes {kind.called} tasks: {', '.join(fits) or 'none'}"
+        )
+    return task
+
+
+def known_model(catalog: Catalog, name: str, argument: str, *, by_id: bool = False) -> ModelRow:
+    """The release's model with this slug (or Hugging Face id, `by_id`); else BadInput."""
+    found = (catalog.model_by_model_id if by_id else catalog.model_by_slug).get(name)
+    if found is None:
+        raise unknown("model id" if by_id else "model slug", name, argument, "models")
+    return found

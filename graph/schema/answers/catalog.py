@@ -14,7 +14,7 @@ from db.kinds import Kind
 from graph.errors import BadInput, NoData
 from graph.schema import cursor
 from graph.schema.answers.filters import to_filter
-from graph.schema.context import Context
+from graph.schema.context import Context, unknown
 from graph.schema.inputs import AnyFilter, AnyOrder, Direction
 from graph.schema.types.changes import ReleaseChanges
 from graph.schema.types.configuration import Connection, Edge, PageInfo
@@ -81,7 +81,11 @@ async def changes(
         except ExportError as exc:
             raise BadInput(str(exc)) from None
         documents.append(parsed(files))
-    return ReleaseChanges.of(old.id, new.id, diff_releases(*documents), task)
+    found = diff_releases(*documents)
+    # The task may be of either release (added or removed between them).
+    if task is not None and task not in {t.task for t in found.tasks}:
+        raise unknown("task", task, "task", "tasks")
+    return ReleaseChanges.of(old.id, new.id, found, task)
 
 
 async def releases(context: Context) -> list[Release]:
@@ -105,18 +109,14 @@ async def configurations(
     field = str(cast(Enum, order_by.field).value) if order_by else "id"
     descending = order_by is not None and order_by.direction is Direction.DESC
     catalog = await context.catalog(release)
-    where = to_filter(catalog, filter, kind, strict=False)
-    rows: list[Any] = []
-    total = 0
-    if where is not None:
-        rows, total = catalog.page(
-            kind,
-            where=where,
-            order_by=field,
-            descending=descending,
-            after=cursor.decode(after, field) if after else None,
-            first=first,
-        )
+    rows, total = catalog.page(
+        kind,
+        where=to_filter(catalog, filter, kind, strict=False),
+        order_by=field,
+        descending=descending,
+        after=cursor.decode(after, field) if after else None,
+        first=first,
+    )
     edges = [
         Edge(
             cursor=cursor.encode(field, getattr(row, field), row.id),

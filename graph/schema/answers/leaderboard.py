@@ -13,7 +13,7 @@ from db.kinds import DIFFUSION, LLM
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least
 from graph.schema.answers.selection import Selection, select
-from graph.schema.context import Context
+from graph.schema.context import Context, known_gpu
 from graph.schema.inputs import DiffusionConstraints, LlmConstraints
 from graph.schema.types.configuration import Configuration
 from graph.schema.types.diffusion import diffusion_of
@@ -173,6 +173,8 @@ async def gpu_comparisons(
 ) -> list[GpuComparison]:
     if baseline == candidate:
         raise BadInput(f"baseline and candidate are both {baseline!r}: compare two GPU types")
+    for gpu, argument in ((baseline, "baseline"), (candidate, "candidate")):
+        known_gpu(await context.catalog(release), gpu, argument)
     sel, _, rule, latency, energy = await llm_ranking(
         context, task, constraints, [baseline, candidate], models, release
     )

@@ -13,7 +13,7 @@ from db.kinds import Kind
 from db.tables import ModelRow, TaskRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least
-from graph.schema.context import Context
+from graph.schema.context import Context, known_gpu, known_model, known_task
 
 
 @dataclass(frozen=True)
@@ -92,14 +92,7 @@ async def select(
 ) -> Selection:
     """Check the arguments every ranking shares; raise BadInput naming what is wrong."""
     catalog = await context.catalog(release)
-    tasks = catalog.task_by_name
-    if task not in tasks:
-        raise BadInput(f"unknown task {task!r}; the tasks are {', '.join(sorted(tasks))}")
-    if catalog.kind(task) is not kind:
-        fits = ", ".join(sorted(name for name in tasks if catalog.kind(name) is kind))
-        raise BadInput(
-            f"{task!r} is not one of the {kind.called} tasks this field takes: {fits or 'none'}"
-        )
+    chosen = known_task(catalog, task, "task", kind)
     if num_gpus is not None:
         if not num_gpus:
             raise BadInput("numGpus is empty: give at least one number, or leave it out for all")
@@ -108,7 +101,7 @@ async def select(
     return Selection(
         catalog=catalog,
         kind=kind,
-        task=tasks[task],
+        task=chosen,
         gpus=_gpus(catalog, gpus),
         models=_models(catalog, models),
         num_gpus=None if num_gpus is None else frozenset(num_gpus),
@@ -120,11 +113,7 @@ def _gpus(catalog: Catalog, names: Sequence[str] | None) -> frozenset[str] | Non
         return None
     if not names:
         raise BadInput("gpus is empty: name at least one GPU type, or leave it out for all")
-    unknown = [name for name in names if name not in catalog.gpu_by_name]
-    if unknown:
-        known = ", ".join(gpu.name for gpu in catalog.gpus)
-        raise BadInput(f"unknown GPU {unknown[0]!r}; the GPU types are {known}")
-    return frozenset(names)
+    return frozenset(known_gpu(catalog, name, "gpus") for name in names)
 
 
 def _models(catalog: Catalog, slugs: Sequence[str] | None) -> list[ModelRow] | None:
@@ -132,11 +121,8 @@ def _models(catalog: Catalog, slugs: Sequence[str] | None) -> list[ModelRow] | N
         return None
     if not slugs:
         raise BadInput("models is empty: name at least one model by slug")
-    by_slug = catalog.model_by_slug
-    for slug in slugs:
-        if slug not in by_slug:
-            raise BadInput(f"unknown model slug {slug!r}; the `models` query lists them")
+    rows = [known_model(catalog, slug, "models") for slug in slugs]
     if len(set(slugs)) != len(slugs):
         twice = next(s for s in slugs if slugs.count(s) > 1)
         raise BadInput(f"models lists {twice!r} more than once")
-    return [by_slug[slug] for slug in slugs]
+    return rows

@@ -14,8 +14,8 @@ from db.kinds import KINDS, LLM, Kind
 from db.rows import LlmRow
 from db.tables import TaskRow
 from graph.errors import BadInput
-from graph.schema.answers.filters import known_task, model_ids, to_filter
-from graph.schema.context import Context
+from graph.schema.answers.filters import to_filter
+from graph.schema.context import Context, known_gpu, known_model, known_task
 from graph.schema.inputs import AnyFilter
 from graph.schema.types.configuration import Configuration
 from graph.schema.types.fitted import FittedCurveSeries
@@ -44,13 +44,14 @@ async def fitted_curves(
 ) -> list[FittedCurveSeries]:
     catalog = await context.catalog(release)
     if task is not None:
-        known_task(catalog, task, LLM)
+        known_task(catalog, task, "task", LLM)
+    model_ids = None if model is None else [known_model(catalog, model, "model").id]
+    if gpu is not None:
+        known_gpu(catalog, gpu, "gpu")
     if num_gpus is not None and num_gpus < 1:
         raise BadInput(f"numGpus must be at least 1, got {num_gpus}")
-    where = ConfigurationFilter(
-        model_ids=model_ids(catalog, model, None), gpu=gpu, num_gpus=num_gpus, task=task
-    )
-    return _series(catalog, _rows(catalog, LLM, where))
+    where = ConfigurationFilter(model_ids=model_ids, gpu=gpu, num_gpus=num_gpus, task=task)
+    return _series(catalog, catalog.configurations(LLM, where))
 
 
 async def energy_per_response(
@@ -74,14 +75,14 @@ async def energy_per_response(
 async def facets(context: Context, task: str | None, release: int | None) -> list[TaskFacets]:
     catalog = await context.catalog(release)
     if task is not None:
-        known_task(catalog, task, None)
+        known_task(catalog, task, "task")
     chosen = sorted(
         (t for t in catalog.tasks if task is None or t.name == task), key=lambda t: t.name
     )
     rows_by_task: dict[int, list[Any]] = {t.id: [] for t in chosen}
     for kind in KINDS:
         if any(catalog.kind_of_task[t.id] is kind for t in chosen):
-            for row in _rows(catalog, kind, ConfigurationFilter(task=task)):
+            for row in catalog.configurations(kind, ConfigurationFilter(task=task)):
                 rows_by_task[row.task_id].append(row)
     return [_facets(catalog, t, rows_by_task[t.id]) for t in chosen]
 
@@ -91,8 +92,7 @@ async def aggregate(
 ) -> ConfigurationAggregate:
     catalog = await context.catalog(release)
     where = to_filter(catalog, given, kind, strict=True)
-    assert where is not None, "a strict filter is never empty"
-    value = summarise(_rows(catalog, kind, where), kind.metrics)
+    value = summarise(catalog.configurations(kind, where), kind.metrics)
     return ConfigurationAggregate(
         count=value.count,
         metrics=[MetricSummary.of(name, s) for name, s in value.metrics.items()],
@@ -110,14 +110,6 @@ def _configuration(catalog: Catalog, configuration_id: str) -> LlmRow:
             "release"
         )
     return row
-
-
-def _rows(catalog: Catalog, kind: Kind, where: ConfigurationFilter) -> list[Any]:
-    """The rows of an answer; when there are none, say so if the GPU is unknown."""
-    rows = catalog.configurations(kind, where)
-    if not rows and where.gpu is not None and where.gpu not in catalog.gpu_by_name:
-        raise BadInput(f"unknown GPU {where.gpu!r}; `gpus` lists them")
-    return rows
 
 
 def _series(catalog: Catalog, rows: list[LlmRow]) -> list[FittedCurveSeries]:

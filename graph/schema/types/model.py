@@ -14,6 +14,7 @@ from db.kinds import DIFFUSION, LLM, Kind
 from db.rows import LlmRow
 from db.tables import ModelRow
 from graph.errors import BadInput
+from graph.schema.context import known_gpu, known_task
 from graph.schema.inputs import DEFAULT_TASK, ModelTaskArgument
 from graph.schema.types import late
 from graph.schema.types.common import OutputLengthDistribution, Spread
@@ -95,10 +96,10 @@ class Model(Node):
         return cls.of(catalog, catalog.model_by_id[model_row_id])
 
     def _derived(self, name: str, task: str | None, make: Callable[[], list[V]]) -> list[V]:
-        """`make()` once per release for a task the release has (or every task); nothing for a
-        task it does not have, without remembering it (a client may ask for any name)."""
-        if task is not None and task not in self.catalog.task_by_name:
-            return []
+        """`make()` once per release for a task the release has (or every task); BadInput for
+        a task it does not have, remembering nothing (a client may ask for any name)."""
+        if task is not None:
+            known_task(self.catalog, task, "task")
         return self.catalog.once((Model, name, self.row.id, task), make)
 
     def _rows(self, kind: Kind, task: str | None) -> list[Any]:
@@ -141,6 +142,8 @@ class Model(Node):
     ) -> list[Configuration]:
         if max_median_itl_ms is not None and not max_median_itl_ms >= 0:
             raise BadInput(f"maxMedianItlMs must be a number >= 0, got {max_median_itl_ms}")
+        if gpu is not None:
+            known_gpu(self.catalog, gpu, "gpu")
         every = self._configurations(task)
         if gpu is None and num_gpus is None and max_median_itl_ms is None:
             return every
@@ -216,6 +219,8 @@ class Model(Node):
             str | None, strawberry.argument(description="Only this task; null for both.")
         ] = None,
     ) -> list[DiffusionConfiguration]:
+        if gpu is not None:
+            known_gpu(self.catalog, gpu, "gpu")
         return [
             c
             for c in self._diffusion_configurations(task)
