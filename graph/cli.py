@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 import uvicorn
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import reads
-from db.engine import create_engine, create_tables, sessionmaker
+from db.engine import create_engine, create_tables, normalize_url, sessionmaker
 from db.errors import IngestError
 from db.files import ExportError, release_files, write_files
 from db.history import Commit
@@ -195,6 +196,8 @@ def _serve(settings: Settings) -> None:
         _fail(exc)
     if report is not None:
         _report(report)
+    for line in where(settings):
+        click.echo(line)
     # Workers build their app from the environment: hand them these settings.
     for name, value in settings.model_dump(exclude_none=True).items():
         if name != "cors_origins":
@@ -212,6 +215,23 @@ def _serve(settings: Settings) -> None:
         access_log=False,
         **uvicorn_settings(settings),
     )
+
+
+def where(settings: Settings) -> list[str]:
+    """What `serve` says as it starts: where its database is, and GraphiQL's address."""
+    url = make_url(normalize_url(settings.database_url))
+    if url.get_backend_name() != "sqlite":
+        database = url.render_as_string(hide_password=True)
+    elif url.database in (None, "", ":memory:"):
+        database = "SQLite, in memory"
+    else:
+        database = f"SQLite file {Path(url.database).resolve()}"
+    # An address that listens on every interface is reached on the loopback one.
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(settings.host, settings.host)
+    address = f"http://{f'[{host}]' if ':' in host else host}:{settings.port}/graphql"
+    if not settings.graphiql:
+        return [f"database: {database}", f"GraphQL: {address} (GraphiQL is off)"]
+    return [f"database: {database}", f"GraphiQL: {address}"]
 
 
 async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, bytes]]:
