@@ -196,8 +196,7 @@ def _serve(settings: Settings) -> None:
         _fail(exc)
     if report is not None:
         _report(report)
-    for line in where(settings):
-        click.echo(line)
+    click.echo("\n".join(where(settings)))
     # Workers build their app from the environment: hand them these settings.
     for name, value in settings.model_dump(exclude_none=True).items():
         if name != "cors_origins":
@@ -229,9 +228,8 @@ def where(settings: Settings) -> list[str]:
     # An address that listens on every interface is reached on the loopback one.
     host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(settings.host, settings.host)
     address = f"http://{f'[{host}]' if ':' in host else host}:{settings.port}/graphql"
-    if not settings.graphiql:
-        return [f"database: {database}", f"GraphQL: {address} (GraphiQL is off)"]
-    return [f"database: {database}", f"GraphiQL: {address}"]
+    said = f"GraphiQL: {address}" if settings.graphiql else f"GraphQL: {address} (GraphiQL is off)"
+    return [f"database: {database}", said]
 
 
 async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, bytes]]:
