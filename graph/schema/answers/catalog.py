@@ -10,7 +10,7 @@ from analysis.changes import diff_releases
 from db import reads
 from db.content import parsed
 from db.files import ExportError, release_files
-from db.kinds import Kind
+from db.kinds import KEY_FIELDS, Kind
 from graph.errors import BadInput, NoData
 from graph.schema import cursor
 from graph.schema.answers.filters import to_filter
@@ -81,7 +81,9 @@ async def changes(
         except ExportError as exc:
             raise BadInput(str(exc)) from None
         documents.append(parsed(files))
-    return ReleaseChanges.of(old.id, new.id, diff_releases(*documents), task)
+    return ReleaseChanges.of(
+        old.id, new.id, diff_releases(documents[0], documents[1], KEY_FIELDS), task
+    )
 
 
 async def releases(context: Context) -> list[Release]:

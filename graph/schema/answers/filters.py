@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from db.catalog import EVERYTHING, Catalog, ConfigurationFilter
+from dataclasses import replace
+
+from strawberry.utils.str_converters import to_camel_case
+
+from db.catalog import EVERYTHING, Bound, Catalog, ConfigurationFilter
 from db.kinds import Kind
 from graph.errors import BadInput
 from graph.schema.inputs import AnyFilter
@@ -52,32 +56,37 @@ def to_filter(
 
     Strict (the statistics): an unknown task or model, a task of the other kind or a count
     below 1 is a BadInput. Otherwise (the connections): an unknown model selects nothing (None).
+    A bound on a measurement below 0 is a BadInput either way.
     """
     if given is None:
         return EVERYTHING
     if strict and given.task is not None:
         known_task(catalog, given.task, kind)
-    max_itl = getattr(given, "max_median_itl_ms", None)
-    check_at_least("maxMedianItlMs", max_itl)
-    at_least_seqs = getattr(given, "max_num_seqs_at_least", None)
-    at_most_seqs = getattr(given, "max_num_seqs_at_most", None)
+    asked = [(f, getattr(given, f.name)) for f in kind.filters]
+    for f, value in asked:
+        if not f.setting:
+            check_at_least(to_camel_case(f.name), value)
     ids = None
     if strict:
         ids = model_ids(catalog, given.model, given.model_id)
         _positive("numGpus", given.num_gpus)
-        _positive("maxNumSeqsAtLeast", at_least_seqs)
-        _positive("maxNumSeqsAtMost", at_most_seqs)
+        for f, value in asked:
+            if f.setting:
+                _positive(to_camel_case(f.name), value)
     elif given.model is not None or given.model_id is not None:
         row = catalog.model(slug=given.model, model_id=given.model_id)
         if row is None:
             return None
         ids = [row.id]
+    bounds: dict[str, Bound] = {}
+    for f, value in asked:
+        if value is not None:
+            bound = bounds.get(f.column, Bound(f.column))
+            bounds[f.column] = replace(bound, most=value) if f.most else replace(bound, least=value)
     return ConfigurationFilter(
         model_ids=ids,
         gpu=given.gpu,
         num_gpus=given.num_gpus,
-        min_batch_setting=at_least_seqs,
-        max_batch_setting=at_most_seqs,
         task=given.task,
-        max_latency=max_itl,
+        bounds=tuple(bounds.values()),
     )
