@@ -52,9 +52,11 @@ class Figures:
         one named `before`, else after them)."""
         return add_fields(self.made, before=before)
 
-    def values(self, row: Any) -> dict[str, Any]:
-        """The fields' values of a row, by field name: for the type's constructor."""
-        return dict(zip(self.names, self._get(row), strict=True))
+    def add(self, values: dict[str, Any], row: Any) -> dict[str, Any]:
+        """`values` (the type's constructor's arguments) with the fields' values of a row, by
+        field name: added to the dict in place, which is cheaper than one more dict per row."""
+        values.update(zip(self.names, self._get(row), strict=True))
+        return values
 
 
 GPU_MODEL = "GPU type the configuration ran on, as upstream names it (`H100`, `B200`)."

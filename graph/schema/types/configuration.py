@@ -106,10 +106,9 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
     model = catalog.model_by_id[row.model_id]
     task = catalog.task_by_id[row.task_id].name
     per_gpu = per_gpu_watts(row)
-    return {
+    values = {
         "id": global_id("Configuration", row.key),
         "gpu_model": row.gpu,
-        **SERVED.values(row),
         "power_per_gpu_watts": per_gpu,
         "fraction_of_tdp": fraction_of_tdp(per_gpu, gpu.tdp_watts),
         "gpu": gpu,
@@ -126,6 +125,7 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
         "row": row,
         "catalog": catalog,
     }
+    return SERVED.add(values, row)
 
 
 @strawberry.type(
@@ -145,12 +145,12 @@ class Configuration(ServingConfiguration):
 
     @classmethod
     def from_row(cls, row: LlmRow, catalog: Catalog) -> Configuration:
-        values = LLM_FIGURES.values(row)
+        values = LLM_FIGURES.add(serving(row, catalog), row)
         derived: list[str] = []
         if values["avg_output_len"] is None:
             values["avg_output_len"] = exact_output_length(row)
             derived.append("avgOutputLen")
-        return cls(**serving(row, catalog), **values, derived_fields=derived)
+        return cls(**values, derived_fields=derived)
 
     @strawberry.field(
         description="Measured: output lengths of this configuration's requests, as a histogram."

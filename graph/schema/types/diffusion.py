@@ -79,7 +79,7 @@ def diffusion_of(catalog: Catalog, row: DiffusionRow) -> DiffusionConfiguration:
 
 
 def diffusion_from_row(row: DiffusionRow, catalog: Catalog) -> DiffusionConfiguration:
-    common = {**serving(row, catalog), **DIFFUSION_FIGURES.values(row)}
+    common = DIFFUSION_FIGURES.add(serving(row, catalog), row)
     if row.output == fields.VIDEO:
-        return VideoConfiguration(**common, **VIDEO_FIGURES.values(row))
-    return ImageConfiguration(**common, **IMAGE_FIGURES.values(row))
+        return VideoConfiguration(**VIDEO_FIGURES.add(common, row))
+    return ImageConfiguration(**IMAGE_FIGURES.add(common, row))
