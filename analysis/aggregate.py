@@ -6,43 +6,10 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import Any
 
-from analysis.power import per_gpu_watts
-
+# How to read a metric from a row: the metrics are the caller's (db.kinds: each kind's).
 Getter = Callable[[Any], float]
-
-
-def _columns(*names: str) -> dict[str, Getter]:
-    return {name: attrgetter(name) for name in names}
-
-
-# The metrics of each row shape, by name (the column, or the derived figure), with how to read
-# each from a row; in the order the API lists them.
-LLM_METRICS: Mapping[str, Getter] = {
-    **_columns(
-        "energy_per_token_joules",
-        "energy_per_request_joules",
-        "median_itl_ms",
-        "p90_itl_ms",
-        "p95_itl_ms",
-        "p99_itl_ms",
-        "output_throughput_tokens_per_sec",
-        "avg_power_watts",
-    ),
-    "power_per_gpu_watts": per_gpu_watts,
-    **_columns("avg_batch_size", "avg_output_len"),
-}
-DIFFUSION_METRICS: Mapping[str, Getter] = {
-    **_columns(
-        "energy_per_output_joules",
-        "batch_latency_s",
-        "throughput_outputs_per_sec",
-        "avg_power_watts",
-    ),
-    "power_per_gpu_watts": per_gpu_watts,
-}
 
 
 @dataclass(frozen=True)

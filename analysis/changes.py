@@ -17,21 +17,9 @@ from typing import Any
 
 Document = Mapping[str, Any]
 
-# Row fields that identify a run, where present; everything else may change.
-KEY_FIELDS = (
-    "model_id",
-    "gpu_model",
-    "num_gpus",
-    "max_num_seqs",
-    "batch_size",
-    "inference_steps",
-    "image_height",
-    "image_width",
-    "video_height",
-    "video_width",
-    "fps",
-    "num_frames",
-)
+# The row fields that identify a run, where a row has them, in the order a key names them
+# (db.kinds.KEY_FIELDS): everything else may change.
+KeyFields = Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -50,9 +38,9 @@ class RowKey:
         return configuration_key(self.task, self.settings, self.occurrence)
 
 
-def settings_of(row: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    """The fields of a row that identify its run (KEY_FIELDS it has), in KEY_FIELDS' order."""
-    return tuple((k, row[k]) for k in KEY_FIELDS if k in row)
+def settings_of(row: Mapping[str, Any], key_fields: KeyFields) -> tuple[tuple[str, Any], ...]:
+    """The fields of a row that identify its run (the key fields it has), in their order."""
+    return tuple((k, row[k]) for k in key_fields if k in row)
 
 
 def configuration_key(task: str, settings: Sequence[tuple[str, Any]], occurrence: int) -> str:
@@ -70,14 +58,16 @@ def configuration_key(task: str, settings: Sequence[tuple[str, Any]], occurrence
     )
 
 
-def configuration_keys(task: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def configuration_keys(
+    task: str, rows: Sequence[Mapping[str, Any]], key_fields: KeyFields
+) -> list[str]:
     """Each row's `configuration_key`, the rows in file order."""
     seen: dict[tuple[tuple[str, Any], ...], int] = defaultdict(int)
     # The key's text of each settings once (a release has many rows alike but for occurrence).
     texts: dict[tuple[tuple[str, Any], ...], str] = {}
     keys = []
     for row in rows:
-        settings = tuple([(k, row[k]) for k in KEY_FIELDS if k in row])
+        settings = tuple([(k, row[k]) for k in key_fields if k in row])
         text = texts.get(settings)
         if text is None:
             text = texts[settings] = configuration_key(task, settings, 0)[:-1]
@@ -141,10 +131,12 @@ def _field_changes(old: Document, new: Document, skip: tuple[str, ...] = ()) -> 
     ]
 
 
-def _keyed(task: str, rows: Sequence[Document]) -> dict[RowKey, tuple[int, Document]]:
+def _keyed(
+    task: str, rows: Sequence[Document], key_fields: KeyFields
+) -> dict[RowKey, tuple[int, Document]]:
     groups: dict[tuple[tuple[str, Any], ...], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
-        groups[settings_of(row)].append(i)
+        groups[settings_of(row, key_fields)].append(i)
     return {
         RowKey(task, settings, n, len(members) > 1): (i, rows[i])
         for settings, members in groups.items()
@@ -156,12 +148,14 @@ def _shape(rows: Sequence[Document]) -> set[str]:
     return {name for row in rows for name in row}
 
 
-def diff_task(task: str, old_rows: Sequence[Document], new_rows: Sequence[Document]) -> TaskChanges:
+def diff_task(
+    task: str, old_rows: Sequence[Document], new_rows: Sequence[Document], key_fields: KeyFields
+) -> TaskChanges:
     old_shape, new_shape = _shape(old_rows), _shape(new_rows)
     result = TaskChanges(task, sorted(new_shape - old_shape), sorted(old_shape - new_shape))
     # Fields that joined or left the row shape are reported once, not on every row.
     compared = sorted(old_shape & new_shape)
-    old, new = _keyed(task, old_rows), _keyed(task, new_rows)
+    old, new = _keyed(task, old_rows, key_fields), _keyed(task, new_rows, key_fields)
     # A key is the same run in both releases only if the repeated flag agrees on the settings.
     old_by = {(k.task, k.settings, k.occurrence): (k, v) for k, v in old.items()}
     new_by = {(k.task, k.settings, k.occurrence): (k, v) for k, v in new.items()}
@@ -212,8 +206,11 @@ def full_rows(files: Mapping[str, Document], task: str) -> list[dict[str, Any]]:
     return rows
 
 
-def diff_releases(old: Mapping[str, Document], new: Mapping[str, Document]) -> Changes:
-    """Changes from the files of one release (`path -> document`) to another's."""
+def diff_releases(
+    old: Mapping[str, Document], new: Mapping[str, Document], key_fields: KeyFields
+) -> Changes:
+    """Changes from the files of one release (`path -> document`) to another's, their rows
+    paired by `key_fields`."""
     old_tasks, new_tasks = old["index.json"]["tasks"], new["index.json"]["tasks"]
     old_models, new_models = old["index.json"]["models"], new["index.json"]["models"]
     both = sorted(set(old) & set(new))
@@ -236,7 +233,7 @@ def diff_releases(old: Mapping[str, Document], new: Mapping[str, Document]) -> C
             and (changes := _field_changes(old[path], new[path], skip=("configurations",)))
         ],
         tasks=[
-            diff_task(task, full_rows(old, task), full_rows(new, task))
+            diff_task(task, full_rows(old, task), full_rows(new, task), key_fields)
             for task in sorted(set(old_tasks) | set(new_tasks))
         ],
     )

@@ -41,20 +41,26 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Bound:
+    """Inclusive bounds on a column's values; None means no bound."""
+
+    column: str
+    least: float | None = None
+    most: float | None = None
+
+
+@dataclass(frozen=True)
 class ConfigurationFilter:
     """Which configurations to read; None means no constraint."""
 
     model_ids: Sequence[int] | None = None
     gpu: str | None = None
     num_gpus: int | None = None
-    # Bounds on the kind's batch-size setting (max_num_seqs for LLM tasks), inclusive.
-    min_batch_setting: int | None = None
-    max_batch_setting: int | None = None
     task: str | None = None
-    # The largest latency in the kind's default latency (median ITL for LLM tasks), inclusive.
-    max_latency: float | None = None
+    # Bounds on the kind's columns (its filters, db.fields), every one to be met.
+    bounds: tuple[Bound, ...] = ()
 
-    def accepts(self, kind: Kind, row: Row) -> bool:
+    def accepts(self, row: Row) -> bool:
         """Whether `row` meets every condition but `task` (the catalog picks the task's rows)."""
         if self.model_ids is not None and row.model_id not in self.model_ids:
             return False
@@ -62,13 +68,13 @@ class ConfigurationFilter:
             return False
         if self.num_gpus is not None and row.num_gpus != self.num_gpus:
             return False
-        if self.min_batch_setting is not None or self.max_batch_setting is not None:
-            setting = getattr(row, kind.batch_setting)
-            if self.min_batch_setting is not None and setting < self.min_batch_setting:
+        for bound in self.bounds:
+            value = getattr(row, bound.column)
+            if bound.least is not None and value < bound.least:
                 return False
-            if self.max_batch_setting is not None and setting > self.max_batch_setting:
+            if bound.most is not None and value > bound.most:
                 return False
-        return self.max_latency is None or getattr(row, kind.latencies[0]) <= self.max_latency
+        return True
 
 
 EVERYTHING = ConfigurationFilter()
@@ -164,7 +170,7 @@ class Catalog:
             rows = self._by_task.get((kind, task_id), ())
         else:
             rows = self.rows.get(kind, ())
-        return [r for r in rows if where.accepts(kind, r)]
+        return [r for r in rows if where.accepts(r)]
 
     def page(
         self,

@@ -15,10 +15,13 @@ from typing import Any
 
 import orjson
 
+from db.fields import DIFFUSION_ROWS, LLM_ROWS, TaskRowFields, row_fields
+
 
 @dataclass(slots=True, eq=False)
-class Row:
-    """What every configuration row has."""
+class Row(TaskRowFields):
+    """What every configuration row has besides its fields (db.fields: each kind's rows have
+    theirs, declared there; to type checkers every row has them all)."""
 
     id: int
     key: str
@@ -28,27 +31,12 @@ class Row:
     gpu: str
     task_row: int
     model_row: int
-    num_gpus: int
-    avg_power_watts: float
     extra: dict[str, Any] | None
 
 
 @dataclass(slots=True, eq=False)
+@row_fields(LLM_ROWS)
 class LlmRow(Row):
-    max_num_seqs: int
-    tensor_parallel: int
-    data_parallel: int
-    expert_parallel: int
-    parallel_notes: str
-    avg_batch_size: float
-    avg_output_len: float | None
-    energy_per_request_joules: float
-    energy_per_token_joules: float
-    median_itl_ms: float
-    p90_itl_ms: float
-    p95_itl_ms: float
-    p99_itl_ms: float
-    output_throughput_tokens_per_sec: float
     # The histogram as stored (JSON text), read when asked for.
     length_bins_json: str | None
     length_counts_json: str | None
@@ -63,19 +51,10 @@ class LlmRow(Row):
 
 
 @dataclass(slots=True, eq=False)
+@row_fields(DIFFUSION_ROWS)
 class DiffusionRow(Row):
+    # Which variant's rows it is ("image" or "video").
     output: str
-    batch_size: int
-    inference_steps: int
-    ulysses_degree: int
-    ring_degree: int
-    height: int
-    width: int
-    fps: int | None
-    num_frames: int | None
-    batch_latency_s: float
-    energy_per_output_joules: float
-    throughput_outputs_per_sec: float
 
 
 def columns(row_type: type[Row]) -> list[str]:

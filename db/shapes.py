@@ -12,15 +12,14 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
+    create_model,
     model_validator,
 )
 
+from db import fields
 from db.errors import IngestError
+from db.fields import Count, Degree, Measure
 
-Measure = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=1)]
-# A parallelism degree: files before 2025-12-15 write 0 where a degree does not apply.
-Degree = Annotated[int, Field(ge=0)]
 # Names that become parts of paths (tasks/{task}.json, models/{org}__{name}__{task}.json):
 # letters, digits, dots, dashes and underscores; a model id is "org/name".
 TaskName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
@@ -84,65 +83,34 @@ class UpstreamIndex(_Open):
 
 
 class TaskRow(_Open):
-    """The fields every task-file row has, whatever the task."""
+    """The fields every task-file row has besides its own (db.fields): the model and the GPU
+    type, and the model's facts it repeats from index.json."""
 
     model_id: ModelId
     nickname: Name
     gpu_model: Name
-    num_gpus: Count
-    avg_power_watts: Measure
     total_params_billions: Measure
     activated_params_billions: Measure
     # Diffusion rows before 2025-12-15 do not repeat it.
     weight_precision: str | None = None
 
 
-class LlmTaskRow(TaskRow):
-    """A row of an LLM or MLLM task file (lm-arena-chat, gpqa, sourcegraph-fim, image-chat, ...)."""
-
-    max_num_seqs: Count
-    tensor_parallel: Degree
-    data_parallel: Degree
-    expert_parallel: Degree
-    avg_batch_size: Measure
-    # Absent before 2025-12-17: energy_per_request_joules ÷ energy_per_token_joules then.
-    avg_output_len: Measure | None = None
-    energy_per_request_joules: Measure
-    energy_per_token_joules: Measure
-    median_itl_ms: Measure
-    p90_itl_ms: Measure
-    p95_itl_ms: Measure
-    p99_itl_ms: Measure
-    output_throughput_tokens_per_sec: Measure
-    architecture: str
+def _task_row(variant: str, **more: Any) -> type[TaskRow]:
+    """The shape of a task-file row of this variant: TaskRow, then the variant's fields."""
+    own: dict[str, Any] = {
+        f.name_in(variant): f.shape() for f in fields.of((variant,)) if not f.spec.model_file
+    }
+    return create_model(f"{variant.capitalize()}TaskRow", __base__=TaskRow, **own, **more)
 
 
-class DiffusionTaskRow(TaskRow):
-    batch_size: Count
-    batch_latency_s: Measure
-    inference_steps: Count
-    ulysses_degree: Degree
-    ring_degree: Degree
-
-
-class ImageTaskRow(DiffusionTaskRow):
-    """A row of the text-to-image task file."""
-
-    energy_per_image_joules: Measure
-    throughput_images_per_sec: Measure
-    image_height: Count
-    image_width: Count
-
-
-class VideoTaskRow(DiffusionTaskRow):
-    """A row of the text-to-video task file."""
-
-    energy_per_video_joules: Measure
-    throughput_videos_per_sec: Measure
-    video_height: Count
-    video_width: Count
-    fps: Count
-    num_frames: Count
+# A row of each variant's task files: an LLM or MLLM task's (lm-arena-chat, gpqa,
+# sourcegraph-fim, image-chat, ...), whose rows name the model's architecture; text-to-image's;
+# text-to-video's.
+TASK_ROWS = {
+    fields.TEXT: _task_row(fields.TEXT, architecture=(str, ...)),
+    fields.IMAGE: _task_row(fields.IMAGE),
+    fields.VIDEO: _task_row(fields.VIDEO),
+}
 
 
 # Model facts every task-file row repeats from index.json.

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analysis.changes import Changes, diff_releases
 from db.content import parsed
 from db.files import release_files
+from db.kinds import KEY_FIELDS
 from db.tables import ReleaseChangesRow, ReleaseRow
 
 
@@ -59,7 +60,7 @@ def summary(changes: Changes) -> dict[str, Any]:
 async def compare(session: AsyncSession, old: ReleaseRow, new: ReleaseRow) -> dict[str, Any]:
     """The summary of what changed from `old` to `new`, with how many files differ."""
     files = [await release_files(session, release_id=r.id) for r in (old, new)]
-    result = summary(diff_releases(parsed(files[0]), parsed(files[1])))
+    result = summary(diff_releases(parsed(files[0]), parsed(files[1]), KEY_FIELDS))
     result["files_changed"] = sum(
         1 for path in set(files[0]) & set(files[1]) if files[0][path] != files[1][path]
     )

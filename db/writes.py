@@ -13,6 +13,7 @@ from analysis.changes import configuration_keys
 from db.bulk import drain, insert_rows, json_text
 from db.errors import IngestError
 from db.gpus import gpu_facts
+from db.kinds import KEY_FIELDS
 from db.layout import configuration, dumped, layout, model_facts
 from db.provenance import workload_gpus
 from db.shapes import Manifest, ModelFile
@@ -37,7 +38,7 @@ async def add_task(
     their ids follow it), reading one model's file at a time; the configurations written.
 
     Every file of the task is read and checked before anything of it is written."""
-    keys = configuration_keys(task.name, [dumped(row) for row in task.rows])
+    keys = configuration_keys(task.name, [dumped(row) for row in task.rows], KEY_FIELDS)
     shape = layout(task.kind)
     values: list[tuple[Any, ...]] = [()] * len(task.rows)
     model_tasks = []

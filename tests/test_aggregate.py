@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import attrgetter
 
-from analysis.aggregate import DIFFUSION_METRICS, LLM_METRICS, Aggregate, Summary, aggregate
+from analysis.aggregate import Aggregate, Summary, aggregate
+from db.kinds import DIFFUSION, LLM
 
 METRICS = {"energy": attrgetter("energy"), "power": attrgetter("power")}
 
@@ -50,7 +51,7 @@ def test_ties_at_the_extremes() -> None:
 
 
 def test_metric_lists_name_each_row_shapes_figures_in_order() -> None:
-    assert list(LLM_METRICS) == [
+    assert list(LLM.metrics) == [
         "energy_per_token_joules",
         "energy_per_request_joules",
         "median_itl_ms",
@@ -63,7 +64,7 @@ def test_metric_lists_name_each_row_shapes_figures_in_order() -> None:
         "avg_batch_size",
         "avg_output_len",
     ]
-    assert list(DIFFUSION_METRICS) == [
+    assert list(DIFFUSION.metrics) == [
         "energy_per_output_joules",
         "batch_latency_s",
         "throughput_outputs_per_sec",
@@ -78,4 +79,4 @@ def test_power_per_gpu_is_derived() -> None:
         avg_power_watts: float
         num_gpus: int
 
-    assert LLM_METRICS["power_per_gpu_watts"](Powered(1000.0, 4)) == 250.0
+    assert LLM.metrics["power_per_gpu_watts"](Powered(1000.0, 4)) == 250.0

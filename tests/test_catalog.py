@@ -12,7 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db import reads
-from db.catalog import Catalog, ConfigurationFilter, NoSuchRelease, load_catalog
+from db.catalog import Bound, Catalog, ConfigurationFilter, NoSuchRelease, load_catalog
 from db.engine import sessionmaker
 from db.kinds import DIFFUSION, LLM
 from db.tables import ConfigurationRow
@@ -78,9 +78,15 @@ async def test_a_model_by_slug_and_by_id(synthetic_db) -> None:
     [
         (ConfigurationFilter(), [0, 1, 2, 3, 4, 5, 6]),
         (ConfigurationFilter(gpu="H100"), [0, 1, 3, 4, 5, 6]),
-        (ConfigurationFilter(num_gpus=2, min_batch_setting=16), [3, 4, 5]),
-        (ConfigurationFilter(max_batch_setting=8), [0, 2, 6]),
-        (ConfigurationFilter(max_latency=10), [0, 2]),
+        (ConfigurationFilter(num_gpus=2, bounds=(Bound("max_num_seqs", least=16),)), [3, 4, 5]),
+        (ConfigurationFilter(bounds=(Bound("max_num_seqs", most=8),)), [0, 2, 6]),
+        (ConfigurationFilter(bounds=(Bound("median_itl_ms", most=10),)), [0, 2]),
+        (
+            ConfigurationFilter(
+                bounds=(Bound("max_num_seqs", least=16, most=32), Bound("median_itl_ms", most=35))
+            ),
+            [3, 4],
+        ),
         (ConfigurationFilter(task="lm-arena-chat", gpu="B200"), [2]),
         (ConfigurationFilter(task="gpqa"), []),
         (ConfigurationFilter(model_ids=[]), []),
@@ -95,7 +101,9 @@ async def test_a_model_s_configurations_filter_like_the_others(synthetic_db) -> 
     catalog = await catalog_of(synthetic_db)
     mixture = catalog.model_by_slug["mixture-8x2b"].id
     tiny = catalog.model_by_slug["tiny-1b"].id
-    one = ConfigurationFilter(model_ids=[mixture], task="lm-arena-chat", max_batch_setting=16)
+    one = ConfigurationFilter(
+        model_ids=[mixture], task="lm-arena-chat", bounds=(Bound("max_num_seqs", most=16),)
+    )
     assert [r.task_row for r in catalog.configurations(LLM, one)] == [3, 6]
     both = ConfigurationFilter(model_ids=(tiny, mixture), gpu="H100")
     assert [r.task_row for r in catalog.configurations(LLM, both)] == [

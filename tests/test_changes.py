@@ -27,6 +27,7 @@ from analysis.changes import (
     diff_task,
 )
 from db.engine import create_engine
+from db.kinds import KEY_FIELDS
 from graph.schema.types.timeline import sentences
 from graph.settings import Settings
 from tests.conftest import BACKENDS, EARLIER, SEED, SNAPSHOT, Execute, make_execute
@@ -66,25 +67,35 @@ def key(row: Row, occurrence: int = 0, repeated: bool = False, task: str = "t") 
     return RowKey(task, settings_of(row), occurrence, repeated)
 
 
+def test_the_fields_that_identify_a_run_in_the_order_a_key_names_them() -> None:
+    """Every configuration's id is made of these, in this order (db.fields declares them): the
+    keys the direct comparison below pairs rows by."""
+    assert KEY_FIELDS == tuple(dict.fromkeys(LLM_KEY + DIFFUSION_KEY))
+
+
 def test_identical_rows_are_unchanged() -> None:
     rows = [llm(seqs=8), llm(seqs=16), llm(gpu="B200")]
-    assert diff_task("t", rows, [dict(r) for r in rows]) == TaskChanges("t", unchanged=3)
+    assert diff_task("t", rows, [dict(r) for r in rows], KEY_FIELDS) == TaskChanges(
+        "t", unchanged=3
+    )
 
 
 def test_added_row() -> None:
     a, b = llm(seqs=8), llm(seqs=16)
-    assert diff_task("t", [a], [a, b]) == TaskChanges("t", added=[key(b)], unchanged=1)
+    assert diff_task("t", [a], [a, b], KEY_FIELDS) == TaskChanges("t", added=[key(b)], unchanged=1)
 
 
 def test_removed_row() -> None:
     a, b = llm(seqs=8), llm(seqs=16)
-    assert diff_task("t", [a, b], [b]) == TaskChanges("t", removed=[key(a)], unchanged=1)
+    assert diff_task("t", [a, b], [b], KEY_FIELDS) == TaskChanges(
+        "t", removed=[key(a)], unchanged=1
+    )
 
 
 def test_changed_field_with_old_and_new_values() -> None:
     old = [llm(seqs=8), llm(seqs=16, energy_per_token_joules=0.25)]
     new = [llm(seqs=8), llm(seqs=16, energy_per_token_joules=0.3)]
-    assert diff_task("t", old, new) == TaskChanges(
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
         "t",
         changed=[RowChange(key(old[1]), 1, 1, [FieldChange("energy_per_token_joules", 0.25, 0.3)])],
         unchanged=1,
@@ -95,12 +106,12 @@ def test_changes_follow_the_row_wherever_it_moved() -> None:
     """Rows are paired by their settings, not by position: a reordered file changes nothing."""
     a, b, c = llm(seqs=8), llm(seqs=16), llm(gpu="B200", seqs=8)
     moved = dict(b, energy_per_token_joules=0.1)
-    assert diff_task("t", [a, b, c], [c, moved, a]) == TaskChanges(
+    assert diff_task("t", [a, b, c], [c, moved, a], KEY_FIELDS) == TaskChanges(
         "t",
         changed=[RowChange(key(b), 1, 1, [FieldChange("energy_per_token_joules", 0.5, 0.1)])],
         unchanged=2,
     )
-    assert diff_task("t", [a, b, c], [c, a, moved]) == TaskChanges(
+    assert diff_task("t", [a, b, c], [c, a, moved], KEY_FIELDS) == TaskChanges(
         "t",
         changed=[RowChange(key(b), 1, 2, [FieldChange("energy_per_token_joules", 0.5, 0.1)])],
         unchanged=2,
@@ -110,7 +121,7 @@ def test_changes_follow_the_row_wherever_it_moved() -> None:
 def test_field_leaving_and_joining_the_row_shape_is_reported_once() -> None:
     old = [llm(seqs=s, max_num_batched_tokens=2048) for s in (8, 16, 32)]
     new = [llm(seqs=s, avg_output_len=100.0) for s in (8, 16, 32)]
-    assert diff_task("t", old, new) == TaskChanges(
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
         "t", fields_added=["avg_output_len"], fields_removed=["max_num_batched_tokens"], unchanged=3
     )
 
@@ -118,7 +129,7 @@ def test_field_leaving_and_joining_the_row_shape_is_reported_once() -> None:
 def test_shape_change_does_not_hide_a_change_in_a_common_field() -> None:
     old = [llm(seqs=8, max_num_batched_tokens=2048)]
     new = [llm(seqs=8, energy_per_token_joules=0.7)]
-    assert diff_task("t", old, new) == TaskChanges(
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
         "t",
         fields_removed=["max_num_batched_tokens"],
         changed=[RowChange(key(old[0]), 0, 0, [FieldChange("energy_per_token_joules", 0.5, 0.7)])],
@@ -135,7 +146,7 @@ def test_repeated_runs_pair_in_file_order_and_are_flagged() -> None:
         dict(first, energy_per_token_joules=0.11),
         dict(second, energy_per_token_joules=0.22),
     ]
-    assert diff_task("t", old, new) == TaskChanges(
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
         "t",
         changed=[
             RowChange(
@@ -151,7 +162,7 @@ def test_repeated_runs_pair_in_file_order_and_are_flagged() -> None:
 
 def test_repeated_runs_that_did_not_change_are_unchanged() -> None:
     first, second = llm(energy_per_token_joules=0.1), llm(energy_per_token_joules=0.2)
-    assert diff_task("t", [first, second], [dict(first), dict(second)]) == TaskChanges(
+    assert diff_task("t", [first, second], [dict(first), dict(second)], KEY_FIELDS) == TaskChanges(
         "t", unchanged=2
     )
 
@@ -159,7 +170,7 @@ def test_repeated_runs_that_did_not_change_are_unchanged() -> None:
 def test_a_shrinking_group_reports_the_extra_rows_removed() -> None:
     runs = [llm(energy_per_token_joules=e) for e in (0.1, 0.2, 0.3)]
     kept = dict(runs[0], energy_per_token_joules=0.15)
-    assert diff_task("t", runs, [kept]) == TaskChanges(
+    assert diff_task("t", runs, [kept], KEY_FIELDS) == TaskChanges(
         "t",
         removed=[key(runs[0], 1, True), key(runs[0], 2, True)],
         # The pair is flagged: its group was repeated in the earlier release.
@@ -174,7 +185,7 @@ def test_a_shrinking_group_reports_the_extra_rows_removed() -> None:
 def test_a_growing_group_reports_the_extra_rows_added() -> None:
     run = llm(energy_per_token_joules=0.1)
     again = llm(energy_per_token_joules=0.2)
-    assert diff_task("t", [run], [dict(run), again]) == TaskChanges(
+    assert diff_task("t", [run], [dict(run), again], KEY_FIELDS) == TaskChanges(
         "t", added=[key(run, 1, True)], unchanged=1
     )
 
@@ -182,7 +193,7 @@ def test_a_growing_group_reports_the_extra_rows_added() -> None:
 def test_parallelism_change_still_pairs_and_is_reported_as_changed() -> None:
     old = [llm(num_gpus=2, tensor_parallel=1, expert_parallel=2)]
     new = [dict(old[0], tensor_parallel=2, expert_parallel=1)]
-    assert diff_task("t", old, new) == TaskChanges(
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
         "t",
         changed=[
             RowChange(
@@ -208,7 +219,9 @@ def test_parallelism_change_still_pairs_and_is_reported_as_changed() -> None:
 def test_a_different_gpu_count_is_another_configuration() -> None:
     old = [llm()]
     new = [dict(old[0], num_gpus=2)]
-    assert diff_task("t", old, new) == TaskChanges("t", added=[key(new[0])], removed=[key(old[0])])
+    assert diff_task("t", old, new, KEY_FIELDS) == TaskChanges(
+        "t", added=[key(new[0])], removed=[key(old[0])]
+    )
 
 
 def test_diffusion_rows_pair_by_their_settings_not_by_their_degrees() -> None:
@@ -237,7 +250,7 @@ def test_diffusion_rows_pair_by_their_settings_not_by_their_degrees() -> None:
         ("image_height", 1024),
         ("image_width", 1024),
     )
-    assert diff_task("t2i", old, new) == TaskChanges(
+    assert diff_task("t2i", old, new, KEY_FIELDS) == TaskChanges(
         "t2i",
         changed=[
             RowChange(
@@ -308,7 +321,7 @@ def test_diff_releases_reports_files_tasks_models_and_model_files() -> None:
     new[A_FILE]["total_params_billions"] = 1.5
 
     a_settings = settings_of(llm())
-    assert diff_releases(old, new) == Changes(
+    assert diff_releases(old, new, KEY_FIELDS) == Changes(
         files_added=[B_FILE],
         files_removed=[
             "models/acme__B__code.json",
@@ -362,7 +375,7 @@ def test_diff_releases_reports_files_tasks_models_and_model_files() -> None:
 
 def test_diff_releases_of_equal_files_is_empty() -> None:
     files = release({"chat": [llm(), llm()]}, {A_FILE: [detail(), detail()]}, {"acme/A": {}})
-    assert diff_releases(files, json.loads(json.dumps(files))) == Changes(
+    assert diff_releases(files, json.loads(json.dumps(files)), KEY_FIELDS) == Changes(
         [], [], [], [], [], [], [], [], [TaskChanges("chat", unchanged=2)]
     )
 

@@ -1,7 +1,8 @@
 """The SQLAlchemy tables: one release of the upstream data, its provenance, its files and its
 measurements. Every table is here by name; db.migrations builds them.
 
-May import sqlalchemy only (no other module of LeadGreen's).
+May import sqlalchemy and db.fields only (no other module of LeadGreen's): the configurations'
+columns are made from the declaration of their fields.
 """
 
 from db.tables.base import Base, metadata

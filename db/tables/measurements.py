@@ -7,14 +7,17 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Double,
     ForeignKey,
     Index,
+    Integer,
     String,
     Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from db import fields
 from db.tables.base import Base, intpk, json_value, name, release_fk, text
 
 
@@ -105,7 +108,8 @@ class GpuRow(Base):
 
 
 class ConfigurationRow(Base):
-    """One measured serving configuration: a row of the upstream task file."""
+    """One measured serving configuration: a row of the upstream task file (its fields'
+    columns are added below, from db.fields)."""
 
     __tablename__ = "configurations"
     __table_args__ = (
@@ -122,33 +126,17 @@ class ConfigurationRow(Base):
     gpu: Mapped[str] = mapped_column(ForeignKey("gpus.name"))
     task_row: Mapped[int]
     model_row: Mapped[int]
-    num_gpus: Mapped[int]
-    max_num_seqs: Mapped[int]
-    tensor_parallel: Mapped[int]
-    data_parallel: Mapped[int]
-    expert_parallel: Mapped[int]
-    parallel_notes: Mapped[str] = mapped_column(Text, default="")
-    avg_batch_size: Mapped[float]
-    # Absent from the files before 2025-12-17.
-    avg_output_len: Mapped[float | None]
-    avg_power_watts: Mapped[float]
-    energy_per_request_joules: Mapped[float]
-    energy_per_token_joules: Mapped[float]
-    median_itl_ms: Mapped[float]
-    p90_itl_ms: Mapped[float]
-    p95_itl_ms: Mapped[float]
-    p99_itl_ms: Mapped[float]
-    output_throughput_tokens_per_sec: Mapped[float]
     length_bins: Mapped[json_value]
     length_counts: Mapped[json_value]
     extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     def __repr__(self) -> str:
-        return f"ConfigurationRow(id={self.id}, gpu={self.gpu!r}, max_num_seqs={self.max_num_seqs})"
+        return f"ConfigurationRow(id={self.id}, key={self.key!r})"
 
 
 class DiffusionConfigurationRow(Base):
-    """One measured configuration of a diffusion task (text-to-image or text-to-video)."""
+    """One measured configuration of a diffusion task (text-to-image or text-to-video); its
+    fields' columns are added below, from db.fields."""
 
     __tablename__ = "diffusion_configurations"
     __table_args__ = (
@@ -165,22 +153,21 @@ class DiffusionConfigurationRow(Base):
     gpu: Mapped[str] = mapped_column(ForeignKey("gpus.name"))
     task_row: Mapped[int]
     model_row: Mapped[int]
-    # "image" or "video": which upstream names the output columns below stand for.
+    # "image" or "video": which upstream names its fields stand for (db.fields).
     output: Mapped[str] = mapped_column(String(10))
-    num_gpus: Mapped[int]
-    batch_size: Mapped[int]
-    inference_steps: Mapped[int]
-    ulysses_degree: Mapped[int]
-    ring_degree: Mapped[int]
-    height: Mapped[int]
-    width: Mapped[int]
-    fps: Mapped[int | None]
-    num_frames: Mapped[int | None]
-    avg_power_watts: Mapped[float]
-    batch_latency_s: Mapped[float]
-    energy_per_output_joules: Mapped[float]
-    throughput_outputs_per_sec: Mapped[float]
     extra: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     def __repr__(self) -> str:
-        return f"DiffusionConfigurationRow(id={self.id}, gpu={self.gpu!r}, output={self.output!r})"
+        return f"DiffusionConfigurationRow(id={self.id}, key={self.key!r})"
+
+
+def _add_columns(table: type[Base], rows: tuple[str, ...]) -> None:
+    """A column for each field of these variants' rows (db.fields), as its type says: NULL
+    where some rows have none."""
+    for f in fields.of(rows):
+        setattr(table, f.name, mapped_column(_TYPES[f.python], nullable=f.nullable))
+
+
+_TYPES = {int: Integer, float: Double, str: Text}
+_add_columns(ConfigurationRow, fields.LLM_ROWS)
+_add_columns(DiffusionConfigurationRow, fields.DIFFUSION_ROWS)

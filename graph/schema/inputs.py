@@ -6,12 +6,16 @@ once and used by name.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import strawberry
 
-from db.kinds import DIFFUSION, LLM, LLM_DEADLINE_MS
+from db.kinds import DIFFUSION, LLM, LLM_DEADLINE_MS, Kind
+
+T = TypeVar("T")
 
 # One member per orderable column, so the enums cannot drift from what the catalog accepts.
 ConfigurationField: type[Enum] = strawberry.enum(  # type: ignore[call-overload]
@@ -47,29 +51,60 @@ class DiffusionConfigurationOrder:
     direction: Direction = strawberry.field(default=Direction.ASC, description="Direction.")
 
 
+def add_fields(
+    made: Mapping[str, tuple[Any, Any]], *, before: str | None = None
+) -> Callable[[type[T]], type[T]]:
+    """A class decorator, under strawberry's: these fields (name → its type and its
+    `strawberry.field`) join the class's own, before the one named `before` (else after them
+    all). The fields declared in db.fields become input and object fields so."""
+
+    def add(cls: type[T]) -> type[T]:
+        own = inspect.get_annotations(cls)
+        if before is not None and before not in own:
+            raise ValueError(f"{cls.__name__} has no field {before!r}")
+        annotations: dict[str, Any] = {}
+        for name, annotation in own.items():
+            if name == before:
+                annotations.update((n, t) for n, (t, _) in made.items())
+            annotations[name] = annotation
+        if before is None:
+            annotations.update((n, t) for n, (t, _) in made.items())
+        cls.__annotations__ = annotations
+        for name, (_, value) in made.items():
+            setattr(cls, name, value)
+        return cls
+
+    return add
+
+
+def bounds(kind: Kind, *, settings: bool) -> dict[str, tuple[Any, Any]]:
+    """The kind's filters (db.fields) on its settings, or on its measurements, as input fields."""
+    return {
+        f.name: (f.python | None, strawberry.field(default=None, description=f.description))
+        for f in kind.filters
+        if f.setting is settings
+    }
+
+
+# The filters on a kind's settings come before `task`, those on its measurements after it.
 @strawberry.input(description="Which configurations to return; every condition given must hold.")
+@add_fields(bounds(LLM, settings=False))
+@add_fields(bounds(LLM, settings=True), before="task")
 class ConfigurationFilterInput:
     model: str | None = strawberry.field(default=None, description="Model slug.")
     model_id: str | None = strawberry.field(default=None, description="Hugging Face model id.")
     gpu: str | None = strawberry.field(default=None, description="GPU type, e.g. `H100`.")
     num_gpus: int | None = strawberry.field(default=None, description="Number of GPUs.")
-    max_num_seqs_at_least: int | None = strawberry.field(
-        default=None, description="Smallest max_num_seqs (inclusive)."
-    )
-    max_num_seqs_at_most: int | None = strawberry.field(
-        default=None, description="Largest max_num_seqs (inclusive)."
-    )
     task: str | None = strawberry.field(
         default=None, description="Task name, e.g. `lm-arena-chat`."
-    )
-    max_median_itl_ms: float | None = strawberry.field(
-        default=None, description="Largest median inter-token latency, in ms (inclusive)."
     )
 
 
 @strawberry.input(
     description="Which diffusion configurations to return; every condition given must hold."
 )
+@add_fields(bounds(DIFFUSION, settings=False))
+@add_fields(bounds(DIFFUSION, settings=True), before="task")
 class DiffusionConfigurationFilterInput:
     model: str | None = strawberry.field(default=None, description="Model slug.")
     model_id: str | None = strawberry.field(default=None, description="Hugging Face model id.")

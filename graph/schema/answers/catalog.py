@@ -10,7 +10,7 @@ from analysis.changes import diff_releases
 from db import reads
 from db.content import parsed
 from db.files import ExportError, release_files
-from db.kinds import Kind
+from db.kinds import KEY_FIELDS, Kind
 from graph.errors import BadInput, NoData
 from graph.schema import cursor
 from graph.schema.answers.filters import to_filter
@@ -81,7 +81,7 @@ async def changes(
         except ExportError as exc:
             raise BadInput(str(exc)) from None
         documents.append(parsed(files))
-    found = diff_releases(*documents)
+    found = diff_releases(documents[0], documents[1], KEY_FIELDS)
     # The task may be of either release (added or removed between them).
     if task is not None and task not in {t.task for t in found.tasks}:
         raise unknown("task", task, "task", "tasks")

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from db.catalog import EVERYTHING, Catalog, ConfigurationFilter
+from dataclasses import replace
+
+from strawberry.utils.str_converters import to_camel_case
+
+from db.catalog import EVERYTHING, Bound, Catalog, ConfigurationFilter
 from db.kinds import Kind
 from graph.errors import BadInput
 from graph.schema.context import known_gpu, known_model, known_task
@@ -27,7 +31,8 @@ def to_filter(
     """The catalog's filter for `given`; an unknown GPU, task or model is a BadInput.
 
     Strict (the statistics) also refuses a task of the other kind, a count below 1 and a slug
-    and model id of two different models; a connection takes them as selecting nothing.
+    and model id of two different models; a connection takes them as selecting nothing. A bound
+    on a measurement below 0 is a BadInput either way.
     """
     if given is None:
         return EVERYTHING
@@ -36,22 +41,26 @@ def to_filter(
     if given.gpu is not None:
         known_gpu(catalog, given.gpu, "filter.gpu")
     ids = _model_ids(catalog, given, strict)
-    max_itl = getattr(given, "max_median_itl_ms", None)
-    check_at_least("maxMedianItlMs", max_itl)
-    at_least_seqs = getattr(given, "max_num_seqs_at_least", None)
-    at_most_seqs = getattr(given, "max_num_seqs_at_most", None)
+    asked = [(f, getattr(given, f.name)) for f in kind.filters]
+    for f, value in asked:
+        if not f.setting:
+            check_at_least(to_camel_case(f.name), value)
     if strict:
         _positive("numGpus", given.num_gpus)
-        _positive("maxNumSeqsAtLeast", at_least_seqs)
-        _positive("maxNumSeqsAtMost", at_most_seqs)
+        for f, value in asked:
+            if f.setting:
+                _positive(to_camel_case(f.name), value)
+    bounds: dict[str, Bound] = {}
+    for f, value in asked:
+        if value is not None:
+            bound = bounds.get(f.column, Bound(f.column))
+            bounds[f.column] = replace(bound, most=value) if f.most else replace(bound, least=value)
     return ConfigurationFilter(
         model_ids=ids,
         gpu=given.gpu,
         num_gpus=given.num_gpus,
-        min_batch_setting=at_least_seqs,
-        max_batch_setting=at_most_seqs,
         task=given.task,
-        max_latency=max_itl,
+        bounds=tuple(bounds.values()),
     )
 
 

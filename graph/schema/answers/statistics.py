@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from strawberry.utils.str_converters import to_camel_case
+
 from analysis.aggregate import aggregate as summarise
 from analysis.curves import concurrency_curves
 from analysis.distribution import Histogram, Scale
@@ -148,7 +150,7 @@ def _facets(catalog: Catalog, task: TaskRow, rows: list[Any]) -> TaskFacets:
         configurations=value.configurations,
         gpus=list(value.gpus),
         gpu_counts=list(value.gpu_counts),
-        batch_size_setting=kind.batch_setting_field,
+        batch_size_setting=to_camel_case(kind.batch_setting),
         batch_sizes=list(value.batch_sizes),
         metrics=[MetricBounds.of(n, b) for n, b in value.bounds.items() if b is not None],
     )

@@ -1,45 +1,66 @@
-"""Small value types and the metric descriptions shared by several type families."""
+"""Small value types, and the fields of task rows (db.fields) as the types hold them."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar
 
 import strawberry
 
 from analysis.power import Spread as SpreadValue
+from db import fields
+from graph.schema.inputs import add_fields
 
-ENERGY_PER_TOKEN = (
-    "Measured: steady-state GPU energy per output token, in joules (all GPUs of the "
-    "configuration together). Upstream `energy_per_token_joules`."
-)
-ENERGY_PER_REQUEST = (
-    "Derived upstream: energy per output token × average output length, in joules per request; "
-    "not a separate measurement. Upstream `energy_per_request_joules`."
-)
-MEDIAN_ITL = "Measured: median inter-token latency, in milliseconds. Upstream `median_itl_ms`."
-P90_ITL = "Measured: 90th-percentile inter-token latency, in milliseconds. Upstream `p90_itl_ms`."
-P95_ITL = "Measured: 95th-percentile inter-token latency, in milliseconds. Upstream `p95_itl_ms`."
-P99_ITL = "Measured: 99th-percentile inter-token latency, in milliseconds. Upstream `p99_itl_ms`."
-THROUGHPUT = (
-    "Measured: output tokens generated per second, all GPUs together. "
-    "Upstream `output_throughput_tokens_per_sec`."
-)
-AVG_POWER = (
-    "Measured: average GPU power over the steady-state window, in watts, summed over all GPUs "
-    "of the configuration. Upstream `avg_power_watts`."
-)
-AVG_BATCH = (
-    "Measured: average number of requests running concurrently in the server's batch. "
-    "Upstream `avg_batch_size`."
-)
-AVG_OUTPUT_LEN = (
-    "Measured: average output length, in tokens per request. Upstream `avg_output_len`."
-)
-MAX_NUM_SEQS = (
-    "Setting: the server's maximum batch size (vLLM `max_num_seqs`), in requests. "
-    "Upstream `max_num_seqs`."
-)
-NUM_GPUS = "Setting: number of GPUs serving the model. Upstream `num_gpus`."
+T = TypeVar("T")
+
+
+def describe(name: str) -> str:
+    """The API's description of a field of a task row (db.fields) that has one name wherever it
+    is, for the types that show it among others (curves, fits, distributions)."""
+    found = fields.BY_NAME[name]
+    assert found.spec.description, f"{name} is described per variant"
+    return found.spec.description
+
+
+class Figures:
+    """The fields of a task row (db.fields) that one type of configuration holds: those that
+    every variant in `rows` has under one name and that the type it extends (the variants
+    `within`) does not hold; in the order of the declaration."""
+
+    def __init__(self, rows: tuple[str, ...], within: tuple[str, ...] = ()) -> None:
+        def shared(f: fields.Declared, variants: tuple[str, ...]) -> bool:
+            names = {f.name_in(v) for v in variants if f.has(v)}
+            return bool(variants) and all(f.has(v) for v in variants) and len(names) == 1
+
+        held = [f for f in fields.FIELDS if shared(f, rows) and not shared(f, within)]
+        first = rows[0]
+        self.names = tuple(f.name_in(first) for f in held)
+        self.made = {
+            f.name_in(first): (
+                f.python,
+                strawberry.field(description=f.description_in(first)),
+            )
+            for f in held
+        }
+        columns = [f.name for f in held]
+        get = attrgetter(*columns) if columns else (lambda _row: ())
+        self._get = get if len(columns) != 1 else (lambda row: (get(row),))
+
+    def declare(self, before: str | None = None) -> Callable[[type[T]], type[T]]:
+        """A class decorator, under strawberry's: the fields join the class's own (before the
+        one named `before`, else after them)."""
+        return add_fields(self.made, before=before)
+
+    def add(self, values: dict[str, Any], row: Any) -> dict[str, Any]:
+        """`values` (the type's constructor's arguments) with the fields' values of a row, by
+        field name: added to the dict in place, which is cheaper than one more dict per row."""
+        values.update(zip(self.names, self._get(row), strict=True))
+        return values
+
+
 GPU_MODEL = "GPU type the configuration ran on, as upstream names it (`H100`, `B200`)."
-PER_GPU_POWER = "Derived by LeadGreen: avgPowerWatts ÷ numGpus, in watts per GPU."
+PER_GPU_POWER = fields.PER_GPU_POWER.description
 FRACTION_OF_TDP = (
     "Derived by LeadGreen: per-GPU average power ÷ the GPU's TDP (a fraction, 1.0 = at TDP); "
     "null when the GPU's TDP is unknown."

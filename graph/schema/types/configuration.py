@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar, cast
 import strawberry
 
 from analysis.power import fraction_of_tdp, per_gpu_watts
+from db import fields
 from db.catalog import Catalog
 from db.kinds import LLM, kind_of_row
 from db.rows import LlmRow, Row
@@ -15,7 +16,7 @@ from graph.schema.context import Context
 from graph.schema.inputs import ElectricityPrice, GridCarbonIntensity, ItlPercentile, ParetoScope
 from graph.schema.types import common as metric
 from graph.schema.types import late
-from graph.schema.types.common import OutputLengthDistribution
+from graph.schema.types.common import Figures, OutputLengthDistribution
 from graph.schema.types.energy import Estimates, TokenEnergy
 from graph.schema.types.gpu import Gpu
 from graph.schema.types.node import Node, global_id
@@ -44,12 +45,16 @@ class UpstreamRow:
 
 
 LazyModel = Annotated["Model", strawberry.lazy("graph.schema.types.model")]
+# The fields of every task row, and those of LLM and MLLM rows only (db.fields).
+SERVED = Figures(fields.EVERY_ROW)
+LLM_FIGURES = Figures(fields.LLM_ROWS, within=fields.EVERY_ROW)
 
 
 @strawberry.interface(
     description="What every measured configuration has, whatever its task: its GPUs, its "
     "measured power, and links to its model, GPU, task, source and upstream row."
 )
+@SERVED.declare(before="power_per_gpu_watts")
 class ServingConfiguration(Node):
     """Built once per release and row (see `serving`): every field is a plain value, so that
     a table of thousands of rows completes without a resolver call per field."""
@@ -61,8 +66,6 @@ class ServingConfiguration(Node):
         "`Configuration:lm-arena-chat:Qwen/Qwen3-8B:H100x1:max_num_seqs=128:0`."
     )
     gpu_model: str = strawberry.field(description=metric.GPU_MODEL)
-    num_gpus: int = strawberry.field(description=metric.NUM_GPUS)
-    avg_power_watts: float = strawberry.field(description=metric.AVG_POWER)
     power_per_gpu_watts: float = strawberry.field(description=metric.PER_GPU_POWER)
     fraction_of_tdp: float | None = strawberry.field(description=metric.FRACTION_OF_TDP)
     gpu: Gpu = strawberry.field(description="The GPU type, with its reference facts.")
@@ -103,11 +106,9 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
     model = catalog.model_by_id[row.model_id]
     task = catalog.task_by_id[row.task_id].name
     per_gpu = per_gpu_watts(row)
-    return {
+    values = {
         "id": global_id("Configuration", row.key),
         "gpu_model": row.gpu,
-        "num_gpus": row.num_gpus,
-        "avg_power_watts": row.avg_power_watts,
         "power_per_gpu_watts": per_gpu,
         "fraction_of_tdp": fraction_of_tdp(per_gpu, gpu.tdp_watts),
         "gpu": gpu,
@@ -124,6 +125,7 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
         "row": row,
         "catalog": catalog,
     }
+    return SERVED.add(values, row)
 
 
 @strawberry.type(
@@ -132,31 +134,8 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
     "parallelism and output-length histogram from the per-model file. Energies in joules, "
     "power in watts, latency in ms."
 )
+@LLM_FIGURES.declare(before="derived_fields")
 class Configuration(ServingConfiguration):
-    max_num_seqs: int = strawberry.field(description=metric.MAX_NUM_SEQS)
-    tensor_parallel: int = strawberry.field(
-        description="Setting: tensor-parallel degree. Upstream `tensor_parallel`."
-    )
-    data_parallel: int = strawberry.field(
-        description="Setting: data-parallel degree. Upstream `data_parallel`."
-    )
-    expert_parallel: int = strawberry.field(
-        description="Setting: expert-parallel degree (1 for dense models). Upstream "
-        "`expert_parallel`."
-    )
-    parallel_notes: str = strawberry.field(
-        description="Upstream `parallelization.notes`, e.g. how DP and EP are combined; "
-        "often empty."
-    )
-    avg_batch_size: float = strawberry.field(description=metric.AVG_BATCH)
-    avg_output_len: float = strawberry.field(description=metric.AVG_OUTPUT_LEN)
-    energy_per_request_joules: float = strawberry.field(description=metric.ENERGY_PER_REQUEST)
-    energy_per_token_joules: float = strawberry.field(description=metric.ENERGY_PER_TOKEN)
-    median_itl_ms: float = strawberry.field(description=metric.MEDIAN_ITL)
-    p90_itl_ms: float = strawberry.field(description=metric.P90_ITL)
-    p95_itl_ms: float = strawberry.field(description=metric.P95_ITL)
-    p99_itl_ms: float = strawberry.field(description=metric.P99_ITL)
-    output_throughput_tokens_per_sec: float = strawberry.field(description=metric.THROUGHPUT)
     derived_fields: list[str] = strawberry.field(
         description="The fields of this configuration LeadGreen derived, exactly, because its "
         "upstream row lacks them: `avgOutputLen` (energyPerRequestJoules ÷ "
@@ -166,28 +145,12 @@ class Configuration(ServingConfiguration):
 
     @classmethod
     def from_row(cls, row: LlmRow, catalog: Catalog) -> Configuration:
-        output_len, derived = row.avg_output_len, []
-        if output_len is None:
-            output_len = exact_output_length(row)
+        values = LLM_FIGURES.add(serving(row, catalog), row)
+        derived: list[str] = []
+        if values["avg_output_len"] is None:
+            values["avg_output_len"] = exact_output_length(row)
             derived.append("avgOutputLen")
-        return cls(
-            **serving(row, catalog),
-            max_num_seqs=row.max_num_seqs,
-            tensor_parallel=row.tensor_parallel,
-            data_parallel=row.data_parallel,
-            expert_parallel=row.expert_parallel,
-            parallel_notes=row.parallel_notes,
-            avg_batch_size=row.avg_batch_size,
-            avg_output_len=output_len,
-            energy_per_request_joules=row.energy_per_request_joules,
-            energy_per_token_joules=row.energy_per_token_joules,
-            median_itl_ms=row.median_itl_ms,
-            p90_itl_ms=row.p90_itl_ms,
-            p95_itl_ms=row.p95_itl_ms,
-            p99_itl_ms=row.p99_itl_ms,
-            output_throughput_tokens_per_sec=row.output_throughput_tokens_per_sec,
-            derived_fields=derived,
-        )
+        return cls(**values, derived_fields=derived)
 
     @strawberry.field(
         description="Measured: output lengths of this configuration's requests, as a histogram."
@@ -231,9 +194,10 @@ class Configuration(ServingConfiguration):
         grid_carbon_intensity: GridCarbonIntensity = None,
         electricity_price_per_kwh: ElectricityPrice = None,
     ) -> TokenEnergy:
+        row = cast(LlmRow, self.row)
         return TokenEnergy.of(
-            self.energy_per_token_joules,
-            self.energy_per_request_joules,
+            row.energy_per_token_joules,
+            row.energy_per_request_joules,
             Estimates(grid_carbon_intensity, electricity_price_per_kwh),
         )
 

@@ -61,7 +61,7 @@ class CurveEstimate:
 
 @strawberry.type(description="The runs measured at one batch size.")
 class MeasuredBatch:
-    batch_size: int = strawberry.field(description=metric.MAX_NUM_SEQS)
+    batch_size: int = strawberry.field(description=metric.describe("max_num_seqs"))
     mean: float = strawberry.field(
         description="Mean of the runs, in the metric's unit: what fits and interpolation use."
     )
@@ -214,7 +214,7 @@ def _note(curve: fitting.Curve) -> str:
 class FittedCurveSeries:
     task: str = strawberry.field(description="Task the points were measured on.")
     gpu_model: str = strawberry.field(description=metric.GPU_MODEL)
-    num_gpus: int = strawberry.field(description=metric.NUM_GPUS)
+    num_gpus: int = strawberry.field(description=metric.describe("num_gpus"))
     tensor_parallel: int = strawberry.field(description="Tensor-parallel degree.")
     data_parallel: int = strawberry.field(description="Data-parallel degree.")
     expert_parallel: int = strawberry.field(description="Expert-parallel degree.")
@@ -236,18 +236,20 @@ class FittedCurveSeries:
         key = (FittedMetric, name, tuple(r.id for r in self.rows))
         return self.catalog.once(key, lambda: FittedMetric.of(name, self.rows))
 
-    @strawberry.field(description=f"Average power: {metric.AVG_POWER}")
+    @strawberry.field(description="Average power: " + metric.describe("avg_power_watts"))
     def avg_power_watts(self) -> FittedMetric:
         return self._fitted("avg_power_watts")
 
-    @strawberry.field(description=f"Energy per token: {metric.ENERGY_PER_TOKEN}")
+    @strawberry.field(description="Energy per token: " + metric.describe("energy_per_token_joules"))
     def energy_per_token_joules(self) -> FittedMetric:
         return self._fitted("energy_per_token_joules")
 
-    @strawberry.field(description=f"Median ITL: {metric.MEDIAN_ITL}")
+    @strawberry.field(description="Median ITL: " + metric.describe("median_itl_ms"))
     def median_itl_ms(self) -> FittedMetric:
         return self._fitted("median_itl_ms")
 
-    @strawberry.field(description=f"Throughput: {metric.THROUGHPUT}")
+    @strawberry.field(
+        description="Throughput: " + metric.describe("output_throughput_tokens_per_sec")
+    )
     def output_throughput_tokens_per_sec(self) -> FittedMetric:
         return self._fitted("output_throughput_tokens_per_sec")

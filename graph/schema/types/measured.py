@@ -15,14 +15,20 @@ from graph.schema.types.node import global_id
     description="One point of a concurrency curve: a configuration's figures at its max_num_seqs."
 )
 class CurvePoint:
-    max_num_seqs: int = strawberry.field(description=metric.MAX_NUM_SEQS)
-    energy_per_token_joules: float = strawberry.field(description=metric.ENERGY_PER_TOKEN)
-    energy_per_request_joules: float = strawberry.field(description=metric.ENERGY_PER_REQUEST)
-    median_itl_ms: float = strawberry.field(description=metric.MEDIAN_ITL)
-    p99_itl_ms: float = strawberry.field(description=metric.P99_ITL)
-    output_throughput_tokens_per_sec: float = strawberry.field(description=metric.THROUGHPUT)
-    avg_power_watts: float = strawberry.field(description=metric.AVG_POWER)
-    avg_batch_size: float = strawberry.field(description=metric.AVG_BATCH)
+    max_num_seqs: int = strawberry.field(description=metric.describe("max_num_seqs"))
+    energy_per_token_joules: float = strawberry.field(
+        description=metric.describe("energy_per_token_joules")
+    )
+    energy_per_request_joules: float = strawberry.field(
+        description=metric.describe("energy_per_request_joules")
+    )
+    median_itl_ms: float = strawberry.field(description=metric.describe("median_itl_ms"))
+    p99_itl_ms: float = strawberry.field(description=metric.describe("p99_itl_ms"))
+    output_throughput_tokens_per_sec: float = strawberry.field(
+        description=metric.describe("output_throughput_tokens_per_sec")
+    )
+    avg_power_watts: float = strawberry.field(description=metric.describe("avg_power_watts"))
+    avg_batch_size: float = strawberry.field(description=metric.describe("avg_batch_size"))
     configuration_id: strawberry.ID = strawberry.field(
         description="The configuration this point is (its global `id`)."
     )
@@ -50,7 +56,7 @@ class CurvePoint:
 class CurveSeries:
     task: str = strawberry.field(description="Task the points were measured on.")
     gpu_model: str = strawberry.field(description=metric.GPU_MODEL)
-    num_gpus: int = strawberry.field(description=metric.NUM_GPUS)
+    num_gpus: int = strawberry.field(description=metric.describe("num_gpus"))
     tensor_parallel: int = strawberry.field(description="Tensor-parallel degree.")
     data_parallel: int = strawberry.field(description="Data-parallel degree.")
     expert_parallel: int = strawberry.field(description="Expert-parallel degree.")

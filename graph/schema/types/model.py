@@ -151,8 +151,8 @@ class Model(Node):
             c
             for c in every
             if (gpu is None or c.gpu_model == gpu)
-            and (num_gpus is None or c.num_gpus == num_gpus)
-            and (max_median_itl_ms is None or c.median_itl_ms <= max_median_itl_ms)
+            and (num_gpus is None or c.row.num_gpus == num_gpus)
+            and (max_median_itl_ms is None or c.row.median_itl_ms <= max_median_itl_ms)
         ]
 
     @strawberry.field(

@@ -5,78 +5,51 @@ from __future__ import annotations
 from enum import Enum
 
 import strawberry
+from strawberry.utils.str_converters import to_camel_case
 
 from analysis.aggregate import Summary
 from analysis.distribution import EnergyDistribution
 from analysis.facets import Bounds
+from db import fields
+from db.kinds import KINDS, LLM
 from db.rows import LlmRow
 from graph.schema.types import common as metric
 from graph.schema.types.configuration import Configuration
 from graph.schema.types.task import Task
 
 
-@strawberry.enum(description="A metric of configurations, as the statistics fields name it.")
-class Metric(Enum):
-    ENERGY_PER_TOKEN_JOULES = strawberry.enum_value(
-        "energy_per_token_joules", description="`energyPerTokenJoules`, in joules per token."
-    )
-    ENERGY_PER_REQUEST_JOULES = strawberry.enum_value(
-        "energy_per_request_joules",
-        description="`energyPerRequestJoules`, in joules per response.",
-    )
-    MEDIAN_ITL_MS = strawberry.enum_value(
-        "median_itl_ms", description="`medianItlMs`, in milliseconds."
-    )
-    P90_ITL_MS = strawberry.enum_value("p90_itl_ms", description="`p90ItlMs`, in milliseconds.")
-    P95_ITL_MS = strawberry.enum_value("p95_itl_ms", description="`p95ItlMs`, in milliseconds.")
-    P99_ITL_MS = strawberry.enum_value("p99_itl_ms", description="`p99ItlMs`, in milliseconds.")
-    OUTPUT_THROUGHPUT_TOKENS_PER_SEC = strawberry.enum_value(
-        "output_throughput_tokens_per_sec",
-        description="`outputThroughputTokensPerSec`, in output tokens per second.",
-    )
-    AVG_POWER_WATTS = strawberry.enum_value(
-        "avg_power_watts", description="`avgPowerWatts`, in watts (all GPUs together)."
-    )
-    POWER_PER_GPU_WATTS = strawberry.enum_value(
-        "power_per_gpu_watts", description="`powerPerGpuWatts`, in watts per GPU."
-    )
-    AVG_BATCH_SIZE = strawberry.enum_value(
-        "avg_batch_size", description="`avgBatchSize`, in concurrent requests."
-    )
-    AVG_OUTPUT_LEN = strawberry.enum_value(
-        "avg_output_len", description="`avgOutputLen`, in tokens per response."
-    )
-    ENERGY_PER_OUTPUT_JOULES = strawberry.enum_value(
-        "energy_per_output_joules",
-        description="Diffusion: `energyPerImageJoules` or `energyPerVideoJoules`, in joules per "
-        "image or video.",
-    )
-    BATCH_LATENCY_S = strawberry.enum_value(
-        "batch_latency_s", description="Diffusion: `batchLatencyS`, in seconds per batch."
-    )
-    THROUGHPUT_OUTPUTS_PER_SEC = strawberry.enum_value(
-        "throughput_outputs_per_sec",
-        description="Diffusion: `throughputImagesPerSec` or `throughputVideosPerSec`, in images "
-        "or videos per second.",
-    )
+def _every_metric() -> dict[str, fields.Metric]:
+    """Every kind's metrics (db.fields), in the order of the kinds."""
+    found: dict[str, fields.Metric] = {}
+    for kind in KINDS:
+        for name, m in fields.metrics(kind.rows).items():
+            found.setdefault(name, m)
+    return found
 
 
-UNITS = {
-    "energy_per_token_joules": "J/token",
-    "energy_per_request_joules": "J/response",
-    "median_itl_ms": "ms",
-    "p90_itl_ms": "ms",
-    "p95_itl_ms": "ms",
-    "p99_itl_ms": "ms",
-    "output_throughput_tokens_per_sec": "tokens/s",
-    "avg_power_watts": "W",
-    "power_per_gpu_watts": "W/GPU",
-    "avg_batch_size": "requests",
-    "avg_output_len": "tokens/response",
-    "energy_per_output_joules": "J/output",
-    "batch_latency_s": "s",
-    "throughput_outputs_per_sec": "outputs/s",
-}
+METRICS = _every_metric()
+
+
+def _summary(m: fields.Metric) -> str:
+    """`p95ItlMs`, in milliseconds.": what the API calls the metric, and its unit; named with
+    its kind when LLM and MLLM rows have none of it."""
+    kinds = [kind for kind in KINDS if set(kind.rows) & set(m.rows)]
+    prefix = "" if LLM in kinds else f"{kinds[0].called.capitalize()}: "
+    names = " or ".join(f"`{to_camel_case(name)}`" for name in m.names)
+    return f"{prefix}{names}, in {m.spelled}."
+
+
+Metric: type[Enum] = strawberry.enum(  # type: ignore[call-overload]
+    Enum(
+        "Metric",
+        {
+            name.upper(): strawberry.enum_value(name, description=_summary(m))
+            for name, m in METRICS.items()
+        },
+    ),
+    description="A metric of configurations, as the statistics fields name it.",
+)
+UNITS = {name: m.unit for name, m in METRICS.items()}
 UNIT = "Unit of the values, e.g. `J/token`, `ms`, `W`."
 
 
@@ -85,7 +58,7 @@ UNIT = "Unit of the values, e.g. `J/token`, `ms`, `W`."
     "the set is empty. Values in the metric's unit (`unit`)."
 )
 class MetricSummary:
-    metric: Metric = strawberry.field(description="The metric summarised.")
+    metric: Metric = strawberry.field(description="The metric summarised.")  # type: ignore[valid-type]
     unit: str = strawberry.field(description=UNIT)
     minimum: float | None = strawberry.field(description="Smallest value.")
     maximum: float | None = strawberry.field(description="Largest value.")
@@ -119,7 +92,7 @@ class ConfigurationAggregate:
 
 @strawberry.type(description="Smallest and largest value of one metric: a slider's bounds.")
 class MetricBounds:
-    metric: Metric = strawberry.field(description="The metric.")
+    metric: Metric = strawberry.field(description="The metric.")  # type: ignore[valid-type]
     unit: str = strawberry.field(description=UNIT)
     minimum: float = strawberry.field(description="Smallest value over the task's rows.")
     maximum: float = strawberry.field(description="Largest value over the task's rows.")
@@ -166,7 +139,9 @@ class BinScale(Enum):
 )
 class EnergyPerResponseDistribution:
     configuration: Configuration = strawberry.field(description="The configuration.")
-    energy_per_token_joules: float = strawberry.field(description=metric.ENERGY_PER_TOKEN)
+    energy_per_token_joules: float = strawberry.field(
+        description=metric.describe("energy_per_token_joules")
+    )
     scale: BinScale = strawberry.field(description="How `bins` are spaced.")
     bins: list[float] = strawberry.field(
         description="Bin edges, in joules per response; one more than there are counts. With "
@@ -177,7 +152,7 @@ class EnergyPerResponseDistribution:
         "re-binning (a bin's responses split in proportion to the overlap)."
     )
     responses: int = strawberry.field(description="Number of responses the histogram counts.")
-    mean_joules: float = strawberry.field(description=metric.ENERGY_PER_REQUEST)
+    mean_joules: float = strawberry.field(description=metric.describe("energy_per_request_joules"))
     histogram_mean_joules: float | None = strawberry.field(
         description="Mean of the histogram with each response at its bin's midpoint, in joules; "
         "close to meanJoules; null when the histogram counts no response."
