@@ -20,12 +20,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LEADGREEN_RATE_LIMIT=true
 
 WORKDIR /app
-COPY pyproject.toml constraints.txt README.md ./
+# The locked dependencies and build backend, every file checked against its hash (scripts/lock),
+# in a layer of their own; then the project alone, built with that backend.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
+COPY pyproject.toml README.md ./
 COPY analysis ./analysis
 COPY db ./db
 COPY graph ./graph
 COPY --from=graphiql /graphiql ./graph/server/static/graphiql
-RUN pip install --no-cache-dir -c constraints.txt . \
+RUN pip install --no-cache-dir --no-deps --no-build-isolation . \
     && useradd --system --uid 10001 --home-dir /data leadgreen \
     && mkdir -p /data && chown leadgreen /data
 
