@@ -15,9 +15,8 @@ from bench.__main__ import MANIFEST
 from bench.databases import slugs
 from bench.queries import DEFAULT_SLUG
 from graph.server.app import create_app
-from graph.server.logs import Record, RequestLog
-from graph.server.metrics import Metrics
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import Metrics, Record, RequestLog
 from graph.settings import Settings
 
 MODES = {

@@ -200,7 +200,7 @@ def check_metrics(settings: Settings) -> Check:
 
 
 def check_tracing(settings: Settings) -> Check:
-    from graph.server.tracing import wanted
+    from graph.server.observability import wanted
 
     if not wanted(settings):
         return Check("tracing", "skipped", "off (LEADGREEN_OTEL, OTEL_EXPORTER_OTLP_ENDPOINT)")

@@ -4,7 +4,7 @@ the headers, JSON for every refusal, HEAD, the security headers, conditional GET
 only when named.
 
 Through the ASGI app first; then (mark `hostile`) against `leadgreen serve` on 127.0.0.1 with
-raw sockets, for what the server itself refuses while reading a request (graph/server/wire.py).
+raw sockets, for what the server itself refuses while reading a request (graph/server/edge.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from graph.server.app import create_app
-from graph.server.wire import uvicorn_settings
+from graph.server.edge import uvicorn_settings
 from graph.settings import Settings
 from tests.live import serving
 

@@ -17,9 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db.engine import sessionmaker
 from graph.server.app import create_app
+from graph.server.protocol import from_json_body
 from graph.server.release import ReleaseWatcher
-from graph.server.request import from_json_body
-from graph.server.response_cache import Answer, MemoryCache
+from graph.server.response_cache import MemoryCache
+from graph.server.responses import Answer
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import ingest_dir

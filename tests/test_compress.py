@@ -9,9 +9,8 @@ import uuid
 import brotli
 import pytest
 
-from graph.server.compress import FRESH_BROTLI, Encoded, choose, compress
-from graph.server.operations import MODEL_PAGE
-from graph.server.response_cache import Answer
+from graph.server.documents import MODEL_PAGE
+from graph.server.responses import FRESH_BROTLI, Answer, Encoded, choose, compress
 from tests.test_cache import TINY_FILE, serve
 
 pytestmark = pytest.mark.anyio

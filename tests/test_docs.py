@@ -39,7 +39,7 @@ from graphql import (
     validate,
 )
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from graph.settings import Settings
 from tests.conftest import EARLIER, ROOT, SEED, SNAPSHOT, ingest_dir, make_execute
 

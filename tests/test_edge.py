@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from graph.server.cors import Cors
-from graph.server.observe import RequestIds
+from graph.server.edge import Cors, RequestIds
 from tests.test_cache import QUERY, serve
 
 pytestmark = pytest.mark.anyio

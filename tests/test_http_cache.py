@@ -11,7 +11,7 @@ import brotli
 import orjson
 import pytest
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen, serve
 
 pytestmark = pytest.mark.anyio

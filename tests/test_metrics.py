@@ -22,14 +22,9 @@ from prometheus_client import Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
 from graph.cli import main
-from graph.server.metrics import (
-    FOLD_SECONDS,
-    MAX_OPERATIONS,
-    Metrics,
-    add_to_histogram,
-    ingest_metrics,
-)
-from graph.server.operations import MODEL_PAGE
+from graph.internals import add_to_histogram
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, ingest_metrics
 from tests.conftest import ROOT
 from tests.test_cache import serve
 
@@ -109,7 +104,7 @@ def test_several_processes_share_their_metrics(tmp_path) -> None:
     """prometheus-client's multiprocess mode: what two processes counted, either shows."""
     script = (
         "import asyncio, sys\n"
-        "from graph.server.metrics import Metrics\n"
+        "from graph.server.observability import Metrics\n"
         "m = Metrics()\n"
         "m.add('/graphql', 'Page', 200, b'HIT', 0.001)\n"
         "m.fold()\n"

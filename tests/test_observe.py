@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from graph.server.logs import RequestLog, formatter
-from graph.server.observe import NOTE, Note
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import NOTE, Note, RequestLog, formatter
 from tests.conftest import ROOT
 from tests.test_cache import QUERY, serve
 

@@ -55,7 +55,7 @@ import pytest
 from graphql.utilities import strip_ignored_characters
 from sqlalchemy.engine import make_url
 
-from graph.server.operations import MODEL_PAGE as DOCUMENTED
+from graph.server.documents import MODEL_PAGE as DOCUMENTED
 
 pytestmark = pytest.mark.replicas
 

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sqlalchemy.engine import make_url
@@ -24,21 +24,22 @@ from graph.caches import Budget
 from graph.errors import Code
 from graph.schema import build_schema
 from graph.schema.catalogs import Catalogs
-from graph.server.cors import Cors
-from graph.server.document_routes import document_routes
-from graph.server.edge import Edge
-from graph.server.faults import JSONErrors, http_error
+from graph.server.documents import document_routes
+from graph.server.edge import Cors, Edge, JSONErrors, Shield
 from graph.server.graphiql import GraphiQL
 from graph.server.handler import GraphQLHandler
-from graph.server.logs import RequestLog, quiet_expected_errors
-from graph.server.metrics import Metrics
-from graph.server.persisted import PersistedQueries
+from graph.server.observability import (
+    Metrics,
+    RequestLog,
+    Tracing,
+    make_tracing,
+    quiet_expected_errors,
+)
+from graph.server.protocol import Reader
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
-from graph.server.request import Reader
-from graph.server.response_cache import connect_redis, make_cache
-from graph.server.shield import Shield
-from graph.server.tracing import Tracing, make_tracing
+from graph.server.response_cache import PersistedQueries, connect_redis, make_cache
+from graph.server.responses import choose, compress, http_error
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
@@ -65,7 +66,7 @@ class LeadGreen(Starlette):
     ) -> None:
         super().__init__(**kwargs)
         self.graphql = graphql
-        # The HTTP limits and security headers on every request (graph/server/shield.py).
+        # The HTTP limits and security headers on every request (graph/server/edge.py).
         settings = settings or Settings.model_construct()
         self.edge = Edge(
             Shield(graphql, settings, graphql=True),
@@ -236,7 +237,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
             *(graphiql.routes() if graphiql is not None else []),
-            *([Route("/metrics", metrics.endpoint, methods=["GET"])] if metrics else []),
+            *([Route("/metrics", metrics_endpoint(metrics), methods=["GET"])] if metrics else []),
         ],
         middleware=[Middleware(JSONErrors, timeout=settings.request_timeout_seconds)],
         exception_handlers={HTTPException: http_error},
@@ -246,6 +247,21 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
 
 READY_TIMEOUT_SECONDS = 5.0
 HEALTH_READ_SECONDS = 1.0
+
+
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """GET /metrics: Prometheus's text format, compressed for a client that accepts it."""
+
+    async def endpoint(request: Request) -> Response:
+        body, media_type = await metrics.exposition()
+        headers = {"cache-control": "no-store", "vary": "accept-encoding"}
+        coding = choose(request.headers.get("accept-encoding", "").encode("latin-1"))
+        if coding is not None:
+            body = compress(body, coding, kept=False)
+            headers["content-encoding"] = coding.decode()
+        return Response(body, headers=headers, media_type=media_type)
+
+    return endpoint
 
 
 def _not_ready(reason: str, code: Code = Code.DATABASE_UNAVAILABLE) -> Response:

@@ -20,7 +20,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
-from graph.server.compress import choose
+from graph.server.responses import choose
 
 log = logging.getLogger("leadgreen")
 

@@ -22,23 +22,28 @@ from db.tables import ReleaseRow
 from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.schema.catalogs import Catalogs
 from graph.server import execute as run
-from graph.server.batch import answer_batch
-from graph.server.body import read_json_body
-from graph.server.compress import Coding, choose
 from graph.server.execute import RETRY_SOON, Produced
-from graph.server.faults import failure
-from graph.server.observe import name_operation, noted
-from graph.server.persisted import PersistedQueries
-from graph.server.protocol import AS_JSON, Media, negotiate
+from graph.server.observability import name_operation, noted
+from graph.server.protocol import (
+    AS_JSON,
+    Batch,
+    GraphQLRequest,
+    Media,
+    Reader,
+    Refusal,
+    answer_batch,
+    failure,
+    negotiate,
+    read_json_body,
+)
 from graph.server.ratelimit import RateLimiter, stamp
 from graph.server.release import Current, ReleaseWatcher
-from graph.server.request import Batch, GraphQLRequest, Reader, Refusal
-from graph.server.respond import Responder
-from graph.server.response_cache import Answer, ResponseCache
+from graph.server.response_cache import PersistedQueries, ResponseCache
+from graph.server.responses import Answer, Coding, Responder, choose
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
-ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/shield.py
+ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/edge.py
 # GraphiQL's page (graph/server/graphiql.py), sent to a browser's GET without a query.
 Page = Callable[[Scope, Send], Awaitable[None]]
 
@@ -72,7 +77,9 @@ class GraphQLHandler:
             async with asyncio.timeout(self.settings.request_timeout_seconds) as deadline:
                 await self.handle(scope, receive, send)
         except Exception as exc:  # the client gets a code; a bug's details go to the log
-            status, body, headers = failure(exc, deadline.expired(), self.settings)
+            status, body, headers = failure(
+                exc, deadline.expired(), self.settings.request_timeout_seconds
+            )
             with contextlib.suppress(Exception):  # the response may have started
                 await self.respond.uncached(send, status, body, AS_JSON.content_type, headers)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from graph.errors import Code, retry_after_seconds, throttled
-from graph.server.request import Refusal
+from graph.server.protocol import Refusal
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
