@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.server.app import create_app
 from graph.settings import Settings
@@ -21,6 +22,37 @@ async def test_post_and_get(synthetic_db, client) -> None:
     assert (posted.status_code, posted.json()) == (200, expected)
     got = await client.get("/graphql", params={"query": query})
     assert (got.status_code, got.json()) == (200, expected)
+
+
+async def test_a_middleware_added_to_the_app_sees_graphql(synthetic_db, settings) -> None:
+    """The edge is ordinary middleware in Starlette's stack: what a user adds with
+    `add_middleware` sees every request, /graphql's too, and its response as sent."""
+    seen: list[tuple[str, int, bool]] = []
+
+    class Recorder:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            async def sending(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    names = {name for name, _ in message["headers"]}
+                    seen.append((scope["path"], message["status"], b"x-request-id" in names))
+                await send(message)
+
+            await self.app(scope, receive, sending)
+
+    app = create_app(settings)
+    app.add_middleware(Recorder)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
+    ):
+        await client.post("/graphql", json={"query": "{ gpus { name } }"})
+        await client.get("/graphql", params={"query": "{ gpus { name } }"})
+        await client.get("/healthz")
+    assert seen == [("/graphql", 200, True), ("/graphql", 200, True), ("/healthz", 200, True)]
 
 
 async def test_healthz(synthetic_db, client) -> None:

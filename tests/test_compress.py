@@ -126,7 +126,7 @@ async def test_answers_shared_through_redis_are_compressed_once_each(synthetic_d
         plain = await first.post("/graphql", json=body, headers=identity)
     async with serve(settings, cache="redis", gzip_min_bytes=64) as second:
         shared = await second.post("/graphql", json=body, headers={"accept-encoding": "br"})
-        [kept] = second.app.graphql.cache.local._entries.values()  # type: ignore[attr-defined]
+        [kept] = second.app.state.graphql.cache.local._entries.values()  # type: ignore[attr-defined]
     assert (plain.headers["x-cache"], shared.headers["x-cache"]) == ("MISS", "HIT")
     assert (shared.headers["content-encoding"], shared.content) == ("br", plain.content)
     assert brotli.decompress(kept.brotli) == plain.content

@@ -164,7 +164,7 @@ async def test_stored_answers_keep_their_compressed_copies(synthetic_db, setting
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
     async with serve(settings, gzip_min_bytes=1024) as client:
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
-        [stored] = client.app.graphql.cache._entries.values()  # type: ignore[attr-defined]
+        [stored] = client.app.state.graphql.cache._entries.values()  # type: ignore[attr-defined]
         assert (stored.body, stored.gzipped, stored.brotli) == (plain.content, None, None)
         for coding in ("br", "gzip", "br"):
             sent = await client.post("/graphql", json=body, headers={"accept-encoding": coding})

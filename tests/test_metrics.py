@@ -48,7 +48,7 @@ async def test_metrics(synthetic_db, settings) -> None:
             await client.post("/graphql", json=PAGE)
         await client.post("/graphql", json={"query": TOO_MANY})
         await client.get("/api/v1/index.json")
-        client.app.edge.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
+        client.app.state.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
         text = (await client.get("/metrics")).text
     found = samples(text)
 
@@ -74,7 +74,7 @@ async def test_metrics_can_be_off(synthetic_db, settings) -> None:
     async with serve(settings, metrics=False) as client:
         response = await client.get("/metrics")
     assert response.status_code == 404
-    assert client.app.edge.metrics is None
+    assert client.app.state.metrics is None
 
 
 def test_operation_names_are_bounded() -> None:

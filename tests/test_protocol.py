@@ -367,13 +367,11 @@ async def test_batches_are_off_by_default(synthetic_db, settings) -> None:
 
 async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> None:
     """The deadline stops the execution (here one that would never end)."""
-    async with serve(settings, request_timeout_seconds=0.05) as client:
-        handler = client.app.graphql  # type: ignore[attr-defined]
 
-        async def never(*_args: Any) -> Any:
-            await asyncio.Event().wait()
+    async def never(*_args: Any) -> Any:
+        await asyncio.Event().wait()
 
-        handler.execute = never
+    async with serve(settings, never, request_timeout_seconds=0.05) as client:
         response = await client.post("/graphql", json={"query": GPUS})
     assert seen(response) == (
         504,
@@ -383,13 +381,11 @@ async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> Non
 
 
 async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, caplog) -> None:
-    async with serve(settings) as client:
-        handler = client.app.graphql  # type: ignore[attr-defined]
 
-        async def broken(*_args: Any) -> Any:
-            raise RuntimeError("SELECT secret FROM /srv/app/db.py")
+    async def broken(*_args: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM /srv/app/db.py")
 
-        handler.execute = broken
+    async with serve(settings, broken) as client:
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
             response = await client.post("/graphql", json={"query": GPUS})
     body = response.json()

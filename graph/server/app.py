@@ -1,14 +1,16 @@
-"""The ASGI app: GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz,
-the documents, /metrics; CORS, request ids, logs and metrics at its edge; every error JSON."""
+"""The ASGI app: a Starlette app whose first middleware is the edge (graph/server/edge.py:
+request ids, CORS, limits, the time limit, logs, metrics, tracing, every error JSON) and whose
+routes are GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz, the
+documents and /metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
@@ -17,24 +19,18 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from db.engine import create_engine, create_tables, normalize_url, sessionmaker
 from graph.caches import Budget
 from graph.errors import Code
 from graph.schema import build_schema
 from graph.schema.catalogs import Catalogs
+from graph.server import execute as run
 from graph.server.documents import document_routes
-from graph.server.edge import Cors, Edge, JSONErrors, Shield
+from graph.server.edge import Edge
 from graph.server.graphiql import GraphiQL
-from graph.server.handler import GraphQLHandler
-from graph.server.observability import (
-    Metrics,
-    RequestLog,
-    Tracing,
-    make_tracing,
-    quiet_expected_errors,
-)
+from graph.server.handler import Execute, GraphQLHandler
+from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_expected_errors
 from graph.server.protocol import Reader
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
@@ -45,55 +41,25 @@ from graph.settings import Settings
 log = logging.getLogger("leadgreen")
 
 
-class LeadGreen(Starlette):
-    """Starlette, with /graphql handed to its handler ahead of routing and middleware.
-
-    /graphql is the hot path: a cached answer should cost what a precomputed response costs.
-    The handler answers its own errors. Every HTTP request passes the edge first (request id,
-    CORS, the request log, metrics, tracing: graph/server/edge.py).
-    """
-
-    def __init__(
-        self,
-        graphql: ASGIApp,
-        *,
-        cors: Cors,
-        log: RequestLog | None = None,
-        metrics: Metrics | None = None,
-        tracing: Tracing | None = None,
-        settings: Settings | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.graphql = graphql
-        # The HTTP limits and security headers on every request (graph/server/edge.py).
-        settings = settings or Settings.model_construct()
-        self.edge = Edge(
-            Shield(graphql, settings, graphql=True),
-            Shield(super().__call__, settings, graphql=False),
-            cors,
-            log,
-            metrics,
-            tracing,
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.edge(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
-
-
 def served_app() -> Starlette:
     """The app `leadgreen serve` runs in each worker: from the environment, and what its start
     built kept out of the garbage collector's passes."""
     return create_app(freeze_startup=True)
 
 
-def create_app(settings: Settings | None = None, *, freeze_startup: bool = False) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    freeze_startup: bool = False,
+    execute: Execute | None = None,
+) -> Starlette:
     """The ASGI app. With `freeze_startup`, what the start built (modules, the schema, the
     catalog) is moved out of reach of the collector's full passes, whose pauses would set the
-    p99; one process per app only (`gc.freeze` is process-wide)."""
+    p99; one process per app only (`gc.freeze` is process-wide). `execute` runs a request
+    through the schema instead of graph/server/execute.py (tests give their own).
+
+    `app.state` holds the parts a test or a benchmark looks into: `graphql` (the /graphql
+    handler), `schema`, `request_log`, `metrics` and `tracing`."""
     settings = settings or Settings()
     engine = create_engine(
         settings.database_url,
@@ -124,11 +90,13 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         on_change=cache.forget_local,
         prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
-    graphql: ASGIApp = GraphQLHandler(
+    limiter = (
+        RateLimiter(settings, redis if shared_buckets else None) if settings.rate_limit else None
+    )
+    graphql = GraphQLHandler(
         settings,
-        make_session,
-        schema=schema,
-        catalogs=catalogs,
+        execute=execute
+        or functools.partial(run.execute, schema, settings, make_session, catalogs, limiter),
         cache=cache,
         release=release,
         persisted=PersistedQueries(
@@ -139,9 +107,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             settings.max_document_bytes,
         ),
         reader=Reader(budget.requests),
-        limiter=RateLimiter(settings, redis if shared_buckets else None)
-        if settings.rate_limit
-        else None,
+        limiter=limiter,
         graphiql=graphiql,
     )
     metrics = Metrics(release) if settings.metrics else None
@@ -225,24 +191,24 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 await redis.aclose()
             await engine.dispose()
 
-    return LeadGreen(
-        graphql,
-        settings=settings,
-        cors=Cors(settings.cors_origins),
-        log=request_log,
-        metrics=metrics,
-        tracing=tracing,
+    app = Starlette(
         routes=[
+            Route("/graphql", graphql, name="graphql"),  # first: the hot path's match
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
             *(graphiql.routes() if graphiql is not None else []),
             *([Route("/metrics", metrics_endpoint(metrics), methods=["GET"])] if metrics else []),
         ],
-        middleware=[Middleware(JSONErrors, timeout=settings.request_timeout_seconds)],
+        middleware=[
+            Middleware(Edge, settings=settings, log=request_log, metrics=metrics, tracing=tracing)
+        ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
+    app.state.graphql, app.state.schema = graphql, schema
+    app.state.request_log, app.state.metrics, app.state.tracing = request_log, metrics, tracing
+    return app
 
 
 READY_TIMEOUT_SECONDS = 5.0

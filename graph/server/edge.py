@@ -1,23 +1,32 @@
-"""Where every HTTP request enters and leaves: its request id, its CORS headers (and the
-preflights), the limits on its URL and header fields, the security headers, HEAD, its request
-log line and metrics, its trace span when tracing is on, and a JSON answer for whatever fails.
+"""Where every HTTP request enters and leaves: the app's first middleware. Each request gets
+its request id and CORS headers (preflights are answered here), is refused past the limits of
+its URL and header fields, is answered within its time limit, and gets a JSON answer for
+whatever fails; HEAD is answered as GET; every response carries the security headers; the
+request's log line, metrics and trace span are made here.
 
-Plain ASGI, as the /graphql handler is: a request pays for one pass over its headers, a note in
-a context variable and its log line and tallies. /graphql's responses get the request's headers
-from graph/server/responses.py (no wrapper around `send` on the hot path); every other route's
-through a wrapper.
+Ordinary ASGI middleware inside Starlette's stack (ServerErrorMiddleware, then what a user adds
+with `app.add_middleware`, then the edge, then Starlette's exception handling and the routes,
+/graphql first), so that what a user adds sees every route. A request pays for one pass over
+its headers, a note in a context variable, one timer, and its log line and tallies. /graphql's
+responses get the request's headers from graph/server/responses.py (no wrapper around `send`
+on the hot path); every other route's through a wrapper. The edge knows one thing of the
+routes: where GraphQL is, whose refusals and errors are GraphQL's (in the media type the client
+asked for), the others' `{"error": {"code", "message"}}`.
 
 - **CORS**, for a public, read-only API without credentials: any origin by default, or the
   origins LEADGREEN_CORS_ORIGINS lists (none: no CORS header at all). With any origin every
   response carries the same two headers, made once (no `Vary: Origin`, so a cache may share
   them); with a list, a listed origin is echoed and every response says `Vary: Origin`.
-  Preflights are answered here, before any routing, and browsers may keep them for a day
-  (Access-Control-Max-Age).
-- **Limits**: a URL past LEADGREEN_MAX_URL_BYTES is 414 URL_TOO_LONG; more header fields than
-  LEADGREEN_MAX_HEADERS, or more bytes in them than LEADGREEN_MAX_HEADER_BYTES, is 431
-  HEADERS_TOO_LARGE: JSON, on every route. `leadgreen serve` refuses them sooner, while reading
-  the request (`BoundedHttp`, below).
-- HEAD is answered as GET is, without the body, on every route that answers GET.
+  Browsers may keep a preflight's answer for a day (Access-Control-Max-Age).
+- **Limits** (`HeadLimits`, the one check of each): a URL past its limit is 414 URL_TOO_LONG;
+  more header fields than the limit, or more bytes in them, is 431 HEADERS_TOO_LARGE (the
+  limits profile's `max_url_bytes`, `max_headers`, `max_header_bytes`). `leadgreen serve`
+  applies them sooner, while reading the request (`BoundedHttp`, below); the edge applies them
+  to the ASGI scope, for any server.
+- **The time limit** (LEADGREEN_REQUEST_TIMEOUT_SECONDS): the whole request, from reading its
+  body to sending, is stopped past it and answered 504 REQUEST_TIMEOUT; the database away is
+  503 DATABASE_UNAVAILABLE with Retry-After; anything else 500 INTERNAL with the request id
+  that the log's traceback has. No stack trace, SQL or path reaches the client.
 - Every response says `X-Content-Type-Options: nosniff` (a JSON answer is never run as a
   script), `Referrer-Policy: no-referrer`, and may not be framed by another site
   (`X-Frame-Options: DENY`, CSP `frame-ancestors 'none'`: GraphiQL is the one page, and it
@@ -40,10 +49,8 @@ import logging
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
@@ -58,36 +65,47 @@ from graph.server.observability import (
     request_id,
     route_of,
 )
-from graph.server.protocol import error_body, negotiate
-from graph.server.responses import SECURITY_HEADERS, error_response
+from graph.server.protocol import AS_JSON, error_body, negotiate
+from graph.server.responses import SECURITY_HEADERS, error_response, uncached
 from graph.settings import Settings
 
 if TYPE_CHECKING:
     from graph.server.observability import Tracing
 
 log = logging.getLogger("leadgreen")
+Headers = tuple[Header, ...]
+RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in a second
 
 
 class Edge:
-    """Wraps the app: `graphql` answers /graphql, `app` everything else."""
+    """The app's first middleware (see the module); `graphql` is where GraphQL is served."""
 
     def __init__(
         self,
-        graphql: ASGIApp,
-        app: Callable[[Scope, Receive, Send], Awaitable[None]],
-        cors: Cors,
+        app: ASGIApp,
+        *,
+        settings: Settings,
         log: RequestLog | None = None,
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
+        graphql: str = "/graphql",
     ) -> None:
-        self.graphql, self.app, self.cors = graphql, app, cors
+        self.app, self.graphql = app, graphql
+        self.cors, self.limits = Cors(settings.cors_origins), HeadLimits(settings)
+        self.timeout = settings.request_timeout_seconds
+        self.deadlines = Deadlines(self.timeout)
         self.log, self.metrics, self.tracing = log, metrics, tracing
         self.ids = RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
         given = origin = None
+        size = 0
         for name, value in scope["headers"]:
+            size += len(name) + len(value)
             if name == b"x-request-id":
                 given = value
             elif name == b"origin":
@@ -96,40 +114,86 @@ class Edge:
         cors = self.cors.simple if self.cors.any else self.cors.headers(origin)
         note = Note(request_id, ((b"x-request-id", request_id), *cors))
         token = NOTE.set(note)
-        path = route = scope["path"]
+        path = scope["path"]
+        graphql = path == self.graphql or path == scope.get("root_path", "") + self.graphql
         try:
-            if path == "/graphql" and scope["method"] != "OPTIONS" and self.tracing is None:
-                await self.graphql(scope, receive, send)  # the hot path
+            if self.tracing is None:
+                await self.enter(scope, receive, send, note, origin, size, graphql)
             else:
-                rooted = scope.get("root_path", "") + "/graphql"
-                route = "/graphql" if path in ("/graphql", rooted) else route_of(path)
-                await self.other(scope, receive, send, note, origin, route == "/graphql")
+                entering = self.enter(scope, receive, send, note, origin, size, graphql)
+                await self.tracing.request(scope, note, entering)
         finally:
             NOTE.reset(token)
             if self.log is not None:  # the request log, and the metrics it feeds
+                route = "/graphql" if graphql else route_of(path)
                 self.log.add(note, scope["method"], path, route, started)
 
-    async def other(
+    async def enter(
         self,
         scope: Scope,
         receive: Receive,
         send: Send,
         note: Note,
         origin: bytes | None,
+        size: int,
         graphql: bool,
     ) -> None:
-        """Answer any other request: a preflight, a route, or /graphql when traced."""
-        answering: Awaitable[None]
-        if scope["method"] == "OPTIONS" and origin is not None and _asks(scope):
-            answering = self.preflight(send, note, origin, _asked(scope))
-        elif graphql:
-            answering = self.graphql(scope, receive, send)
+        """Refuse the request, answer its preflight, or hand it to the app within its time
+        limit, answering what fails."""
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        past = self.limits.past(
+            len(raw_path) + len(scope["query_string"]), len(scope["headers"]), size
+        )
+        method = scope["method"]
+        if past is None and method == "OPTIONS" and origin is not None and _asks(scope):
+            await self.preflight(send, note, origin, _asked(scope))
+            return
+        if not graphql:  # (/graphql's answers carry them: graph/server/responses.py)
+            send = Noting(send, note, SECURITY_HEADERS)
+        if past is not None:
+            await self.refuse(scope, receive, send, graphql, *past)
+            return
+        if method == "HEAD":
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
+        task = self.deadlines.start()
+        try:
+            await self.app(scope, receive, send)
+        except BaseException as exc:
+            timed_out = self.deadlines.stop(task, exc)
+            if not isinstance(exc, Exception) and not timed_out:
+                raise
+            status, code, message, extensions, headers = fault(exc, timed_out, self.timeout)
+            if not note.status:  # (once the response has started, nothing more can be said)
+                await self.refuse(
+                    scope, receive, send, graphql, status, code, message, headers, extensions
+                )
         else:
-            answering = self.app(scope, receive, Noting(send, note))
-        if self.tracing is not None:
-            await self.tracing.request(scope, note, answering)
-        else:
-            await answering
+            self.deadlines.stop(task, None)
+
+    async def refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        graphql: bool,
+        status: int,
+        code: Code,
+        message: str,
+        headers: Headers = (),
+        extensions: dict[str, str] | None = None,
+    ) -> None:
+        """A JSON refusal in the route's own shape: GraphQL's errors, in the media type the
+        client asked for, or the documents'."""
+        extensions = extensions or {}
+        if graphql:
+            accept = next((v for n, v in scope["headers"] if n == b"accept"), b"")
+            media = negotiate(accept) if accept else AS_JSON
+            body = error_body(message, code, **extensions)
+            await uncached(send, status, body, media.content_type, headers)
+            return
+        extra = {name.decode(): value.decode() for name, value in headers}
+        response = error_response(status, str(code), message, extra, **extensions)
+        await response(scope, receive, send)
 
     async def preflight(
         self, send: Send, note: Note, origin: bytes, asked: dict[bytes, bytes]
@@ -140,12 +204,146 @@ class Edge:
         await send({"type": "http.response.body", "body": b""})
 
 
+class Deadlines:
+    """Every request's time limit, kept by one timer for all of them (a timer per request,
+    `asyncio.timeout`'s, would cost a cached answer a sixth of its time): a request still
+    running `seconds` after it started is cancelled at the timer's next tick, at most `tick`
+    seconds later. As `asyncio.timeout` does, the cancellation is told from any other, and
+    taken back once seen."""
+
+    def __init__(self, seconds: float, tick: float = 0.05) -> None:
+        self.seconds, self.tick = seconds, min(tick, seconds)
+        self.running: dict[asyncio.Task[Any], float] = {}  # each request's task: its deadline
+        self.cancelled: set[asyncio.Task[Any]] = set()  # those cancelled for passing it
+        self.timer: asyncio.TimerHandle | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> asyncio.Task[Any]:
+        """The current request's task, its deadline kept."""
+        task = asyncio.current_task()
+        assert task is not None
+        loop = task.get_loop()
+        now = loop.time()
+        self.running[task] = now + self.seconds
+        if self.timer is None or self.loop is not loop:  # (a test may run apps on new loops)
+            self.loop, self.timer = loop, loop.call_at(now + self.tick, self._check)
+        return task
+
+    def stop(self, task: asyncio.Task[Any], exc: BaseException | None) -> bool:
+        """Forget the request's deadline; whether it ended for passing it (`exc`, the
+        cancellation, is then the time limit's, not another's)."""
+        self.running.pop(task, None)
+        if task not in self.cancelled:
+            return False
+        self.cancelled.discard(task)
+        # The cancellation is taken back; the request ends for its time limit unless another
+        # cancellation is pending.
+        return task.uncancel() == 0 and isinstance(exc, asyncio.CancelledError)
+
+    def _check(self) -> None:
+        assert self.loop is not None
+        now = self.loop.time()
+        for task, deadline in list(self.running.items()):
+            if deadline <= now:
+                del self.running[task]
+                self.cancelled.add(task)
+                task.cancel()
+        self.timer = self.loop.call_at(now + self.tick, self._check) if self.running else None
+
+
+def fault(
+    exc: BaseException, timed_out: bool, timeout: float
+) -> tuple[int, Code, str, dict[str, str], Headers]:
+    """What a request that raised `exc` is answered (status, code, message, the error's other
+    fields, headers): 504 past its time limit, 503 for the database, 500 for a bug; logged."""
+    if timed_out:
+        log.info("a request took longer than %gs and was stopped", timeout)
+        message = f"The request took longer than the limit of {timeout:g} s."
+        return 504, Code.REQUEST_TIMEOUT, message, {}, ()
+    if database_fault(exc) is not None:
+        log.warning("the database failed a request: %r", exc)
+        return 503, Code.DATABASE_UNAVAILABLE, UNAVAILABLE_MESSAGE, {}, RETRY_SOON
+    failed = request_id()  # the one in the X-Request-Id header
+    log.error("request %s failed", failed, exc_info=exc)
+    message = str(internal_error(failed)["message"])
+    return 500, Code.INTERNAL, message, {"requestId": failed}, ()
+
+
 def _asks(scope: Scope) -> bool:
     return any(name == b"access-control-request-method" for name, _ in scope["headers"])
 
 
 def _asked(scope: Scope) -> dict[bytes, bytes]:
     return {n: v for n, v in scope["headers"] if n.startswith(b"access-control-request-")}
+
+
+# --- Limits ----------------------------------------------------------------------------------
+
+
+class Past(NamedTuple):
+    """A limit passed: the refusal's status, code and message."""
+
+    status: int
+    code: Code
+    message: str
+
+
+class HeadLimits:
+    """The limits of a request's head, and the refusal past each (see the module)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.max_url, self.max_fields = settings.max_url_bytes, settings.max_headers
+        self.max_header_bytes = settings.max_header_bytes
+
+    def past(self, url: int, fields: int, header_bytes: int) -> Past | None:
+        """The limit a head of `url` bytes and `fields` header fields of `header_bytes` passes
+        (the fields' first), or None."""
+        if (
+            url <= self.max_url
+            and fields <= self.max_fields
+            and header_bytes <= self.max_header_bytes
+        ):
+            return None
+        return self.fields(fields) or self.header_bytes(header_bytes) or self.url(url)
+
+    def url(self, size: int) -> Past | None:
+        if size <= self.max_url:
+            return None
+        message = (
+            f"The URL is longer than the limit of {self.max_url} bytes; send the request with "
+            "POST, or as a persisted query."
+        )
+        return Past(414, Code.URL_TOO_LONG, message)
+
+    def fields(self, count: int) -> Past | None:
+        if count <= self.max_fields:
+            return None
+        message = f"The request has more than the limit of {self.max_fields} header fields."
+        return Past(431, Code.HEADERS_TOO_LARGE, message)
+
+    def header_bytes(self, size: int) -> Past | None:
+        if size <= self.max_header_bytes:
+            return None
+        message = (
+            f"The request's header fields hold more than the limit of {self.max_header_bytes} "
+            "bytes."
+        )
+        return Past(431, Code.HEADERS_TOO_LARGE, message)
+
+
+def _without_body(send: Send) -> Send:
+    """`send` for HEAD: the response's status and headers (its Content-Length too), no body."""
+    sent = False
+
+    async def sending(message: Message) -> None:
+        nonlocal sent
+        if message["type"] == "http.response.body":
+            if sent:
+                return
+            sent, message = True, {"type": "http.response.body", "body": b""}
+        await send(message)
+
+    return sending
 
 
 # --- Request ids ----------------------------------------------------------------------------
@@ -227,160 +425,6 @@ class Cors:
         return headers
 
 
-# --- Limits and security headers ------------------------------------------------------------
-
-
-class Shield:
-    """Wraps an ASGI app (graph/server/edge.py hands it each request): refuses a request past
-    the limits, answers HEAD as GET, and adds the security headers to the response."""
-
-    def __init__(self, app: ASGIApp, settings: Settings, graphql: bool) -> None:
-        self.app, self.graphql = app, graphql
-        self.max_url = settings.max_url_bytes
-        self.max_headers, self.max_header_bytes = settings.max_headers, settings.max_header_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = scope["headers"]
-        if len(headers) > self.max_headers:
-            message = f"The request has more than the limit of {self.max_headers} header fields."
-            await self.refuse(scope, send, 431, Code.HEADERS_TOO_LARGE, message)
-            return
-        if sum(len(name) + len(value) for name, value in headers) > self.max_header_bytes:
-            message = (
-                f"The request's header fields hold more than the limit of "
-                f"{self.max_header_bytes} bytes."
-            )
-            await self.refuse(scope, send, 431, Code.HEADERS_TOO_LARGE, message)
-            return
-        raw_path = scope.get("raw_path") or scope["path"].encode()
-        if len(raw_path) + len(scope["query_string"]) > self.max_url:
-            message = (
-                f"The URL is longer than the limit of {self.max_url} bytes; send the request "
-                "with POST, or as a persisted query."
-            )
-            await self.refuse(scope, send, 414, Code.URL_TOO_LONG, message)
-            return
-        if not self.graphql:  # (/graphql's answers carry them: graph/server/responses.py)
-            send = _with_headers(send)
-        if scope["method"] == "HEAD":
-            await self.app({**scope, "method": "GET"}, receive, _without_body(send))
-            return
-        await self.app(scope, receive, send)
-
-    async def refuse(self, scope: Scope, send: Send, status: int, code: Code, message: str) -> None:
-        """A JSON refusal in the route's own shape (GraphQL's errors, in the media type the
-        client asked for, or the documents')."""
-        content_type = b"application/json"
-        if self.graphql:
-            body = error_body(message, code)
-            accept = next((v for n, v in scope["headers"] if n == b"accept"), b"")
-            content_type = negotiate(accept).content_type[1] if accept else content_type
-        else:
-            body = b'{"error":{"code":"%s","message":%s}}' % (
-                str(code).encode(),
-                _json_string(message),
-            )
-        note = NOTE.get(None)
-        extra: tuple[tuple[bytes, bytes], ...] = ()
-        if note is not None and self.graphql:  # (other routes' `send` adds them: edge.py)
-            note.status, note.error, extra = status, body, note.headers
-        headers = [
-            (b"content-type", content_type),
-            (b"cache-control", b"no-store"),
-            (b"content-length", b"%d" % len(body)),
-            *SECURITY_HEADERS,
-            *extra,
-        ]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-
-def _json_string(text: str) -> bytes:
-    return orjson.dumps(text)
-
-
-def _with_headers(send: Send) -> Send:
-    """`send`, adding the security headers a response does not set itself (GraphiQL's page
-    sets a policy of its own)."""
-
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = list(message.get("headers", ()))
-            present = {name.lower() for name, _ in headers}
-            headers += [h for h in SECURITY_HEADERS if h[0] not in present]
-            message = {**message, "headers": headers}
-        await send(message)
-
-    return sending
-
-
-def _without_body(send: Send) -> Send:
-    """`send` for HEAD: the response's status and headers (its Content-Length too), no body."""
-    sent = False
-
-    async def sending(message: Message) -> None:
-        nonlocal sent
-        if message["type"] == "http.response.body":
-            if sent:
-                return
-            sent, message = True, {"type": "http.response.body", "body": b""}
-        await send(message)
-
-    return sending
-
-
-# --- Errors of the other routes -------------------------------------------------------------
-
-
-class JSONErrors:
-    """An exception from a route is answered as JSON and not raised further: no stack trace,
-    SQL or path reaches the client, and the log has the details under the request id. A route
-    taking longer than `timeout` seconds is stopped and answered 504 REQUEST_TIMEOUT."""
-
-    def __init__(self, app: ASGIApp, timeout: float | None = None) -> None:
-        self.app, self.timeout = app, timeout
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            async with asyncio.timeout(self.timeout) as deadline:
-                await self.app(scope, receive, watch)
-        except Exception as exc:
-            if isinstance(exc, TimeoutError) and deadline.expired():
-                log.info("%s took longer than %gs and was stopped", scope.get("path"), self.timeout)
-                response = error_response(
-                    504,
-                    str(Code.REQUEST_TIMEOUT),
-                    f"The request took longer than the limit of {self.timeout:g} s.",
-                )
-            elif database_fault(exc) is not None:
-                log.warning("%s: database unreachable: %r", scope.get("path"), exc)
-                response = error_response(
-                    503, str(Code.DATABASE_UNAVAILABLE), UNAVAILABLE_MESSAGE, {"retry-after": "1"}
-                )
-            else:
-                failed = request_id()  # the one in the X-Request-Id header
-                log.error("request %s failed", failed, exc_info=True)
-                error = internal_error(failed)
-                response = error_response(
-                    500, str(Code.INTERNAL), str(error["message"]), requestId=failed
-                )
-            if not started:
-                await response(scope, receive, send)
-
-
 # --- The request head off the wire ----------------------------------------------------------
 
 # What a request line and the header block hold besides the URL and the fields' bytes.
@@ -398,22 +442,16 @@ class Refused(Exception):
 class BoundedHttp(HttpToolsReader):
     """uvicorn's httptools protocol with the request head bounded (see the module)."""
 
-    # (max URL bytes, max header bytes, max header fields), read once per process from the
-    # environment `leadgreen serve` hands its workers.
-    limits: ClassVar[tuple[int, int, int] | None] = None
+    # Read once per process from the environment `leadgreen serve` hands its workers.
+    limits: ClassVar[HeadLimits | None] = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if BoundedHttp.limits is None:
-            settings = Settings()
-            BoundedHttp.limits = (
-                settings.max_url_bytes,
-                settings.max_header_bytes,
-                settings.max_headers,
-            )
-        self.max_url, self.max_header_bytes, self.max_headers = BoundedHttp.limits
-        self.max_head = self.max_url + self.max_header_bytes + HEAD_SLACK
-        self.refusal: tuple[int, Code, str] | None = None
+            BoundedHttp.limits = HeadLimits(Settings())
+        self.head = BoundedHttp.limits
+        self.max_head = self.head.max_url + self.head.max_header_bytes + HEAD_SLACK
+        self.refusal: Past | None = None
         self._reading_head = True
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
@@ -430,32 +468,19 @@ class BoundedHttp(HttpToolsReader):
             return
         if self.refusal is None and self._reading_head:
             self._head_bytes += len(data)
-            if self._head_bytes > self.max_head:
-                self._refuse_head()
+            if self._head_bytes > self.max_head:  # a line or a field still being read
+                past = self.head.url(self._url_bytes) or self.head.header_bytes(self._head_bytes)
+                self.refusal = past
                 self.logger.info("refused a request: %s", self._reason())
                 self.answer_and_close()
 
-    def _refuse_head(self) -> None:
-        if self._url_bytes > self.max_url:
-            self._refuse(
-                414,
-                Code.URL_TOO_LONG,
-                f"The URL is longer than the limit of {self.max_url} bytes; send the request "
-                "with POST, or as a persisted query.",
-            )
-        else:
-            self._refuse(
-                431,
-                Code.HEADERS_TOO_LARGE,
-                f"The request's header fields hold more than the limit of "
-                f"{self.max_header_bytes} bytes.",
-            )
-
     def _reason(self) -> str:
-        return f"{self.refusal[0]} {self.refusal[1]}" if self.refusal else "not HTTP/1.1"
+        return f"{self.refusal.status} {self.refusal.code}" if self.refusal else "not HTTP/1.1"
 
-    def _refuse(self, status: int, code: Code, message: str) -> None:
-        self.refusal = (status, code, message)
+    def _refuse(self, past: Past | None) -> None:
+        if past is not None:
+            self.refusal = past
+            raise Refused
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -464,24 +489,13 @@ class BoundedHttp(HttpToolsReader):
 
     def on_url(self, url: bytes) -> None:
         self._url_bytes += len(url)
-        if self._url_bytes > self.max_url:
-            self._refuse_head()
-            raise Refused
+        self._refuse(self.head.url(self._url_bytes))
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._fields += 1
         self._header_bytes += len(name) + len(value)
-        if self._fields > self.max_headers:
-            self._refuse(
-                431,
-                Code.HEADERS_TOO_LARGE,
-                f"The request has more than the limit of {self.max_headers} header fields.",
-            )
-            raise Refused
-        if self._header_bytes > self.max_header_bytes:
-            self._refuse_head()
-            raise Refused
+        self._refuse(self.head.fields(self._fields) or self.head.header_bytes(self._header_bytes))
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
@@ -491,12 +505,11 @@ class BoundedHttp(HttpToolsReader):
     def answer_and_close(self) -> None:
         """The answer to a request httptools cannot read (or one past the limits), as JSON
         with a code; the connection is closed after it."""
-        status, code, message = self.refusal or (
-            400,
-            Code.BAD_REQUEST,
-            "The request is not a valid HTTP/1.1 request.",
-        )
-        self.refusal = (status, code, message)
+        if self.refusal is None:
+            self.refusal = Past(
+                400, Code.BAD_REQUEST, "The request is not a valid HTTP/1.1 request."
+            )
+        status, code, message = self.refusal
         body = error_body(message, code)
         head = [self.status_line(status)]
         for name, value in self.server_state.default_headers:

@@ -109,19 +109,24 @@ NOTE: ContextVar[Note | None] = ContextVar("leadgreen_note", default=None)
 
 
 class Noting:
-    """`send`, adding the request's headers to its response and noting the status (and, for
-    an error, the body, whose code the request log shows)."""
+    """`send`, adding the request's headers to its response (and the `missing` ones it does not
+    set itself) and noting the status (and, for an error, the body, whose code the request log
+    shows)."""
 
-    __slots__ = ("note", "send")
+    __slots__ = ("missing", "note", "send")
 
-    def __init__(self, send: Send, note: Note) -> None:
-        self.send, self.note = send, note
+    def __init__(self, send: Send, note: Note, missing: tuple[Header, ...] = ()) -> None:
+        self.send, self.note, self.missing = send, note, missing
 
     async def __call__(self, message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             self.note.status = message["status"]
-            message = {**message, "headers": [*message.get("headers", ()), *self.note.headers]}
+            headers = [*message.get("headers", ()), *self.note.headers]
+            if self.missing:
+                present = {name.lower() for name, _ in headers}
+                headers += [h for h in self.missing if h[0] not in present]
+            message = {**message, "headers": headers}
         elif kind == "http.response.body" and self.note.status >= 400 and self.note.error is None:
             self.note.error = message.get("body", b"")[:4096]
         await self.send(message)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
@@ -17,8 +17,7 @@ import orjson
 from starlette.types import Message, Receive, Send
 
 from graph.caches import Bounded
-from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
-from graph.server.observability import request_id
+from graph.errors import Code
 
 log = logging.getLogger("leadgreen")
 T = TypeVar("T")
@@ -150,24 +149,6 @@ def error_body(message: str, code: Code | str, **extensions: Any) -> bytes:
     return orjson.dumps({"errors": [error]})
 
 
-def failure(
-    exc: Exception, timed_out: bool, timeout: float
-) -> tuple[int, bytes, tuple[tuple[bytes, bytes], ...]]:
-    """The answer (status, GraphQL-shaped body, headers) to a /graphql request that raised
-    `exc`: 504 past its time limit, 503 with Retry-After for the database, 500 for a bug."""
-    if isinstance(exc, TimeoutError) and timed_out:
-        log.info("a request took longer than %gs and was stopped", timeout)
-        message = f"The request took longer than the limit of {timeout:g} s."
-        return 504, error_body(message, Code.REQUEST_TIMEOUT), ()
-    if database_fault(exc) is not None:
-        log.warning("the database failed a request: %r", exc)
-        body = error_body(UNAVAILABLE_MESSAGE, Code.DATABASE_UNAVAILABLE)
-        return 503, body, ((b"retry-after", b"1"),)
-    failed = request_id()  # the one in the X-Request-Id header
-    log.error("request %s failed", failed, exc_info=exc)
-    return 500, orjson.dumps({"errors": [internal_error(failed)]}), ()
-
-
 def document_hash(query: str) -> str:
     """The Apollo persisted-query id of a document: the SHA-256 of its text, in hex."""
     return hashlib.sha256(query.encode()).hexdigest()
@@ -175,19 +156,34 @@ def document_hash(query: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class GraphQLRequest:
+    """A GraphQL request; `document` names its document (the SHA-256 of its text, or the hash
+    a persisted query is sent by) and `identity` digests what its cache key holds besides the
+    release, both made once, when it is read (a request read again is remembered: `Reader`)."""
+
     query: str | None
     variables: dict[str, Any] | None
     operation_name: str | None
     persisted_hash: str | None = None
+    document: str = field(init=False, compare=False, repr=False)
+    identity: bytes = field(init=False, compare=False, repr=False)
 
-    def key(self, release: bytes, document: str) -> bytes:
-        """Hex digest of (release, document hash, operation name, variables with sorted keys)."""
+    def __post_init__(self) -> None:
+        document = self.persisted_hash or document_hash(self.query or "")
         name = b"\x00" if self.operation_name is None else b"\x01" + self.operation_name.encode()
-        key = hashlib.blake2b(digest_size=16)
-        key.update(b"%s\x00%s\x00%s\x00" % (release, document.encode(), name))
+        identity = hashlib.blake2b(digest_size=16)
+        identity.update(b"%s\x00%s\x00" % (document.encode(), name))
         if self.variables:
-            key.update(orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS))
-        return key.hexdigest().encode()
+            identity.update(orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS))
+        object.__setattr__(self, "document", document)
+        object.__setattr__(self, "identity", identity.digest())
+
+    def key(self, release: bytes) -> bytes:
+        """Hex digest of (release, document, operation name, variables with sorted keys)."""
+        return (
+            hashlib.blake2b(b"%s\x00%s" % (release, self.identity), digest_size=16)
+            .hexdigest()
+            .encode()
+        )
 
 
 # A batch: the items of a JSON array body, read one by one once batching is known to be on.
@@ -303,9 +299,6 @@ class Reader:
     def query_string(self, query_string: bytes) -> GraphQLRequest | None:
         return self._remember("get", query_string, from_query_string)
 
-    def document_hash(self, query: str) -> str:
-        return self._remember("hash", query.encode(), lambda raw: hashlib.sha256(raw).hexdigest())
-
 
 # --- A POST's body --------------------------------------------------------------------------
 
@@ -340,15 +333,17 @@ async def read_json_body(
     refused = body_type_refusal(content_type)
     if refused is not None:
         raise Refusal(*refused)
-    too_large = Refusal(
-        413, f"The request body is larger than the limit of {limit} bytes.", Code.BODY_TOO_LARGE
-    )
     if length is not None and (not length.isdigit() or int(length) > limit):
-        raise too_large if length.isdigit() else Refusal.malformed("Bad Content-Length.")
+        raise _too_large(limit) if length.isdigit() else Refusal.malformed("Bad Content-Length.")
     try:
         return await read_body(receive, limit)
     except BodyTooLarge:
-        raise too_large from None
+        raise _too_large(limit) from None
+
+
+def _too_large(limit: int) -> Refusal:
+    message = f"The request body is larger than the limit of {limit} bytes."
+    return Refusal(413, message, Code.BODY_TOO_LARGE)
 
 
 # --- Batches --------------------------------------------------------------------------------

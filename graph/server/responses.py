@@ -67,6 +67,21 @@ def etag_matches(if_none_match: bytes, etag: bytes) -> bool:
     return any(tag.strip().removeprefix(b"W/") == opaque for tag in if_none_match.split(b","))
 
 
+async def uncached(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: tuple[bytes, bytes] = (b"content-type", b"application/json"),
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """An answer no one may store: one with errors, a refusal, or a batch's answers."""
+    note = NOTE.get(None)
+    if note is not None:
+        note.refused(body)
+    sent = [content_type, NO_STORE, (b"content-length", b"%d" % len(body)), *headers]
+    await send_response(send, status, sent, body)
+
+
 class Responder:
     """How this server sends answers (settings that shape every response)."""
 
@@ -107,21 +122,6 @@ class Responder:
             headers.append((b"content-encoding", coding))
         headers += [content_type, (b"content-length", b"%d" % len(body))]
         await send_response(send, 200, headers, body)
-
-    async def uncached(
-        self,
-        send: Send,
-        status: int,
-        body: bytes,
-        content_type: tuple[bytes, bytes],
-        headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        """An answer no one may store: one with errors, a refusal, or a batch's answers."""
-        note = NOTE.get(None)
-        if note is not None:
-            note.refused(body)
-        sent = [content_type, NO_STORE, (b"content-length", b"%d" % len(body)), *headers]
-        await send_response(send, status, sent, body)
 
 
 # --- Content codings ------------------------------------------------------------------------
