@@ -83,8 +83,10 @@ class Settings(BaseSettings):
     http_max_age: int = Field(
         60, ge=0, description="Cache-Control max-age, in seconds, of successful GET answers"
     )
-    gzip_min_bytes: int = Field(
-        1024, ge=0, description="Smallest answer gzipped for a client that accepts gzip"
+    compress_min_bytes: int = Field(
+        1024,
+        ge=0,
+        description="Smallest answer compressed (brotli or gzip) for a client that accepts it",
     )
     persisted_queries: int = Field(
         10_000, ge=0, description="Automatic persisted queries kept per process (0: APQ off)"

@@ -108,7 +108,7 @@ def test_request_ids_keep_a_sane_one_and_make_the_others() -> None:
 
 
 async def test_every_response_carries_its_request_id(synthetic_db, settings) -> None:
-    async with serve(settings, gzip_min_bytes=0) as client:
+    async with serve(settings, compress_min_bytes=0) as client:
         responses = {
             "answer": await client.post("/graphql", json={"query": QUERY}),
             "refusal": await client.post("/graphql", content=b"{", headers=_json()),

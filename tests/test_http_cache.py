@@ -140,7 +140,7 @@ async def test_persisted_queries_are_shared_through_redis(synthetic_db, settings
 
 async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -> None:
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, gzip_min_bytes=1024) as client:
+    async with serve(settings, compress_min_bytes=1024) as client:
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
         for _ in range(2):  # the miss compresses on the fly, the hit sends the stored gzip
             zipped = await client.post("/graphql", json=body, headers={"accept-encoding": "gzip"})
@@ -162,7 +162,7 @@ async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -
 async def test_stored_answers_keep_their_compressed_copies(synthetic_db, settings) -> None:
     """Each coding of a stored answer is made once, by the first client that accepts it."""
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, gzip_min_bytes=1024) as client:
+    async with serve(settings, compress_min_bytes=1024) as client:
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
         [stored] = client.app.state.graphql.cache._entries.values()  # type: ignore[attr-defined]
         assert (stored.body, stored.gzipped, stored.brotli) == (plain.content, None, None)

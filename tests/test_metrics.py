@@ -25,6 +25,7 @@ from graph.cli import main
 from graph.internals import add_to_histogram
 from graph.server.documents import MODEL_PAGE
 from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, ingest_metrics
+from graph.server.protocol import first_operation
 from tests.conftest import ROOT
 from tests.test_cache import serve
 
@@ -88,6 +89,40 @@ def test_operation_names_are_bounded() -> None:
     labels = {key[1] for key in metrics._folded}
     assert len(labels) == MAX_OPERATIONS + 3
     assert {"other", "anonymous", ""} <= labels
+
+
+@pytest.mark.parametrize(
+    ("document", "operation"),
+    [
+        ("query Gpus { gpus { name } }", "Gpus"),
+        ("# query Secret\n{ gpus { name } }", None),
+        ('{ model(slug: "query Secret") { name } }', None),
+        ("query { gpus { name } }", None),
+        ("query ($n: Int) { configurations(first: $n) { totalCount } }", None),
+        ("fragment G on Query { gpus { name } } query Named { ...G }", "Named"),
+        ("mutation Change { x }", "Change"),
+        ("{ gpus {", None),
+        ("query \u0000", None),
+    ],
+)
+def test_the_operation_is_named_by_the_document(document: str, operation: str | None) -> None:
+    """The name is GraphQL's lexer's reading of the document: a comment or a string that says
+    `query Secret` names nothing."""
+    assert first_operation(document) == operation
+
+
+async def test_a_comment_does_not_name_the_operation(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        await client.post("/graphql", json={"query": "# query Secret\n{ gpus { name } }"})
+        await client.post("/graphql", json={"query": "query Gpus { gpus { name } }"})
+        await client.post("/graphql", json={"query": "{ gpus { name } }", "operationName": None})
+        text = (await client.get("/metrics")).text
+    operations = {
+        dict(labels)["operation"]: value
+        for (name, labels), value in samples(text).items()
+        if name == "leadgreen_requests_total" and dict(labels)["route"] == "/graphql"
+    }
+    assert operations == {"anonymous": 2, "Gpus": 1}
 
 
 def test_adding_buckets_at_once_is_observing_each() -> None:

@@ -144,7 +144,7 @@ def document_routes(
         max_bytes, lambda file: len(file[1]) + 300
     )
     encoded = Encoded(max_bytes // 2)
-    min_bytes = settings.gzip_min_bytes
+    min_bytes = settings.compress_min_bytes
 
     async def release_of(request: Request, session: AsyncSession) -> int:
         asked = request.query_params.get("release") or None  # empty: no choice, the latest

@@ -81,7 +81,7 @@ class GraphQLHandler:
         self.settings, self.execute = settings, execute
         self.cache, self.release, self.persisted = cache, release, persisted
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
-        self.respond = Responder(settings.http_max_age, settings.gzip_min_bytes)
+        self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
         self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Outcome]] = {}
 
@@ -145,7 +145,7 @@ class GraphQLHandler:
         send: Send,
     ) -> None:
         query = await self.persisted.resolve(request)
-        name_operation(request.operation_name, query)
+        name_operation(request.label(query))
         if query is None:
             raise Refusal(200, "PersistedQueryNotFound", Code.PERSISTED_QUERY_NOT_FOUND)
         current = await self.current_release()
@@ -263,7 +263,7 @@ class GraphQLHandler:
         result = await self.execute(query, request, release, get, client)
         answer = run.produced(result, media, self.limiter is not None)
         if answer.ok and key is not None and self.caching:
-            answer.answer = Answer.of(answer.body, self.settings.gzip_min_bytes)
+            answer.answer = Answer.of(answer.body, self.settings.compress_min_bytes)
             await self.cache.put(key, answer.answer)
         return answer
 

@@ -80,9 +80,6 @@ log = logging.getLogger("leadgreen")
 
 Header = tuple[bytes, bytes]
 
-# The name of a document's (first) operation, when the request does not name it.
-_OPERATION = re.compile(r"\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
-
 
 class Note:
     """One request's facts, filled in as it is answered."""
@@ -145,37 +142,11 @@ def request_id() -> str:
     return note.id.decode() if note is not None else uuid.uuid4().hex
 
 
-# Documents' operation names, by their text (a plain dict: a lookup per request), within this
-# many bytes of text; emptied when full.
-_NAMES_MAX_BYTES = 1024 * 1024
-_names: dict[str, str | None] = {}
-_names_bytes = 0
-
-
-def name_operation(name: str | None, query: str | None) -> None:
-    """Note the request's operation name: as the request gives it, else its document's."""
+def name_operation(label: str) -> None:
+    """Note the name of the request's operation ("": an anonymous one)."""
     note = NOTE.get()
-    if note is None:
-        return
-    if name is None and query:
-        name = document_operation(query)
-    note.operation = name or ""  # "": an anonymous operation
-
-
-def document_operation(query: str) -> str | None:
-    global _names_bytes
-    try:
-        return _names[query]
-    except KeyError:
-        pass
-    match = _OPERATION.search(query)
-    name = match.group(1) if match else None
-    if _names_bytes + len(query) > _NAMES_MAX_BYTES:
-        _names.clear()
-        _names_bytes = 0
-    _names[query] = name
-    _names_bytes += len(query)
-    return name
+    if note is not None:
+        note.operation = label
 
 
 # --- Metrics --------------------------------------------------------------------------------

@@ -5,24 +5,55 @@ that goes with it; and every refusal, as JSON with its code, before any GraphQL 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 import orjson
+from graphql import GraphQLError
+from graphql.language import Lexer, Source, TokenKind
 from starlette.types import Message, Receive, Send
 
-from graph.caches import Bounded
+from graph.caches import Bounded, fixed
 from graph.errors import Code
 
 log = logging.getLogger("leadgreen")
 T = TypeVar("T")
+K = TypeVar("K", bytes, str)
 
 # --- Media types and statuses ----------------------------------------------------------------
+
+_UNSEEN: Any = object()
+# What a remembered entry costs besides its key.
+_ENTRY_BYTES = 200
+
+
+def remembered(entries: int, max_key: int = 256) -> Callable[[Callable[[K], T]], Callable[[K], T]]:
+    """A memo of a function of one header's value (or a client's address): clients send a
+    handful of distinct values, each read once. Values up to `max_key` long are remembered,
+    about `entries` of them, in a `Bounded` cache."""
+    size = max_key + _ENTRY_BYTES
+
+    def remembering(read: Callable[[K], T]) -> Callable[[K], T]:
+        memo: Bounded[K, T] = Bounded(entries * size, fixed(size))
+
+        @functools.wraps(read)
+        def reading(value: K) -> T:
+            found: T = memo.get(value, _UNSEEN)
+            if found is _UNSEEN:
+                found = read(value)
+                if len(value) <= max_key:
+                    memo[value] = found
+            return found
+
+        return reading
+
+    return remembering
+
 
 JSON = b"application/json"
 GRAPHQL_RESPONSE = b"application/graphql-response+json"
@@ -42,7 +73,7 @@ AS_JSON = Media((b"content-type", JSON), graphql_response=False, html=False)
 AS_GRAPHQL_RESPONSE = Media((b"content-type", GRAPHQL_RESPONSE), graphql_response=True, html=False)
 
 
-@lru_cache(maxsize=256)
+@remembered(entries=256)
 def negotiate(accept: bytes) -> Media:
     """The media type of answers for this Accept header.
 
@@ -77,13 +108,17 @@ def _quality(params: bytes) -> float:
     return 1.0
 
 
-@lru_cache(maxsize=64)
 def body_type_refusal(content_type: bytes) -> tuple[int, str, Code] | None:
     """Why a POST with this Content-Type is refused (status, message, code), or None.
 
     Only JSON in UTF-8 is a GraphQL request: a form or text/plain body (what a page on another
     site can send without a CORS preflight) never runs.
     """
+    return None if content_type == JSON else _body_type_refusal(content_type)
+
+
+@remembered(entries=64)
+def _body_type_refusal(content_type: bytes) -> tuple[int, str, Code] | None:
     media, _, params = content_type.partition(b";")
     if media.strip().lower() != JSON:
         shown = media.strip().decode("latin-1") or "none"
@@ -166,9 +201,18 @@ class GraphQLRequest:
     persisted_hash: str | None = None
     document: str = field(init=False, compare=False, repr=False)
     identity: bytes = field(init=False, compare=False, repr=False)
+    first: str | None = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         document = self.persisted_hash or document_hash(self.query or "")
+        first = None
+        if self.query is not None and self.operation_name is None:
+            # (a text sent with a hash is checked against it later: not remembered by it)
+            first = (
+                first_operation(self.query)
+                if self.persisted_hash
+                else operation_of(document, self.query)
+            )
         name = b"\x00" if self.operation_name is None else b"\x01" + self.operation_name.encode()
         identity = hashlib.blake2b(digest_size=16)
         identity.update(b"%s\x00%s\x00" % (document.encode(), name))
@@ -176,6 +220,17 @@ class GraphQLRequest:
             identity.update(orjson.dumps(self.variables, option=orjson.OPT_SORT_KEYS))
         object.__setattr__(self, "document", document)
         object.__setattr__(self, "identity", identity.digest())
+        object.__setattr__(self, "first", first)
+
+    def label(self, query: str | None) -> str:
+        """The name of the operation the request runs, for logs and metrics: its
+        `operationName`, else the name of its document's first operation ("": anonymous, or
+        none found). `query` is its document's text (a persisted query's, when sent by hash)."""
+        if self.operation_name is not None:
+            return self.operation_name
+        if self.query is None and query is not None:
+            return operation_of(self.document, query) or ""
+        return self.first or ""
 
     def key(self, release: bytes) -> bytes:
         """Hex digest of (release, document, operation name, variables with sorted keys)."""
@@ -184,6 +239,47 @@ class GraphQLRequest:
             .hexdigest()
             .encode()
         )
+
+
+# Where a document's first operation is looked for: among its first tokens (fragments may come
+# first; a document is read whole only when it runs).
+NAME_TOKENS = 256
+_OPERATION_TYPES = frozenset({"query", "mutation", "subscription"})
+# Documents' first operations, by document id (what is kept: the id and a name).
+_OPERATIONS: Bounded[str, str | None] = Bounded(1024 * 300, fixed(300))
+
+
+def operation_of(document: str, query: str) -> str | None:
+    """`first_operation(query)`, remembered by the document's id."""
+    return _OPERATIONS.remember(document, lambda: first_operation(query))
+
+
+def first_operation(query: str) -> str | None:
+    """The name of the document's first operation, as GraphQL's lexer reads it (a comment or a
+    string is no name); None when it is anonymous, or when none is found in `NAME_TOKENS`."""
+    lexer = Lexer(Source(query))
+    depth, fragment = 0, False
+    try:
+        for _ in range(NAME_TOKENS):
+            token = lexer.advance()
+            if token.kind is TokenKind.EOF:
+                return None
+            if token.kind is TokenKind.BRACE_L:
+                if depth == 0 and not fragment:
+                    return None  # `{ ... }`: an anonymous query
+                depth += 1
+            elif token.kind is TokenKind.BRACE_R:
+                depth -= 1
+                fragment = fragment and depth > 0
+            elif depth == 0 and token.kind is TokenKind.NAME:
+                if token.value == "fragment":
+                    fragment = True
+                elif not fragment and token.value in _OPERATION_TYPES:
+                    name = lexer.advance()
+                    return name.value if name.kind is TokenKind.NAME else None
+    except GraphQLError:  # not GraphQL: the engine says so
+        return None
+    return None
 
 
 # A batch: the items of a JSON array body, read one by one once batching is known to be on.

@@ -10,13 +10,12 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from graph.errors import Code, retry_after_seconds, throttled
-from graph.server.protocol import Refusal
+from graph.server.protocol import Refusal, remembered
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -204,7 +203,7 @@ def _digest(key: bytes) -> str:
     return hashlib.sha256(key).hexdigest()[:32]
 
 
-@lru_cache(maxsize=4096)
+@remembered(entries=4096, max_key=64)
 def _network(host: str) -> str:
     """One IPv6 client holds a /64; elsewhere the address itself."""
     try:

@@ -32,6 +32,7 @@ from starlette.types import Send
 from graph.caches import Bounded
 from graph.errors import Code
 from graph.server.observability import NOTE
+from graph.server.protocol import remembered
 
 Headers = list[tuple[bytes, bytes]]
 # On every response (graph/server/edge.py adds them to the other routes' responses).
@@ -85,11 +86,11 @@ async def uncached(
 class Responder:
     """How this server sends answers (settings that shape every response)."""
 
-    def __init__(self, max_age: int, gzip_min_bytes: int) -> None:
+    def __init__(self, max_age: int, compress_min_bytes: int) -> None:
         # Public: a GET answer holds nothing of the client's own (no throttle status), so a
         # shared cache may keep it and hand it to another client.
         self.cache_control = b"public, max-age=%d" % max_age
-        self.gzip_min_bytes = gzip_min_bytes
+        self.compress_min_bytes = compress_min_bytes
 
     async def answer(
         self,
@@ -108,7 +109,7 @@ class Responder:
         note = NOTE.get(None)
         if note is not None:
             note.answered(cache, answer.cost())
-        large = len(body) >= self.gzip_min_bytes
+        large = len(body) >= self.compress_min_bytes
         if etag is not None:
             vary = VARY_GET_LARGE if large else VARY_GET
             headers += [(b"etag", etag), (b"cache-control", self.cache_control), vary]
@@ -132,27 +133,14 @@ GZIP: Final = b"gzip"
 KEPT_GZIP, KEPT_BROTLI = 6, 5
 FRESH_GZIP, FRESH_BROTLI = 3, 1
 
-_UNSEEN = object()
-# Clients send a handful of distinct Accept-Encoding values: each is read once.
-_chosen: dict[bytes, Coding] = {}
-_CHOSEN_MAX = 256
-
 
 def choose(accept_encoding: bytes) -> Coding:
     """The coding to send to a client whose Accept-Encoding is `accept_encoding`: brotli when
     it is accepted at least as much as gzip, else gzip when accepted, else none."""
-    if not accept_encoding:
-        return None
-    found = _chosen.get(accept_encoding, _UNSEEN)
-    if found is _UNSEEN:
-        found = _choose(accept_encoding)
-        if len(accept_encoding) <= 256:
-            if len(_chosen) >= _CHOSEN_MAX:
-                _chosen.clear()
-            _chosen[accept_encoding] = found
-    return found  # type: ignore[return-value]
+    return _choose(accept_encoding) if accept_encoding else None
 
 
+@remembered(entries=256)
 def _choose(accept_encoding: bytes) -> Coding:
     weights: dict[bytes, float] = {}
     for part in accept_encoding.lower().split(b","):
@@ -221,10 +209,10 @@ class Answer:
     reported: int | None = field(default=-1, compare=False, repr=False)  # -1: not read yet
 
     @classmethod
-    def of(cls, body: bytes, gzip_min_bytes: int) -> Answer:
-        """An answer to keep; its compressed copies (when it is at least `gzip_min_bytes`) are
+    def of(cls, body: bytes, compress_min_bytes: int) -> Answer:
+        """An answer to keep; its compressed copies (when it is at least `compress_min_bytes`) are
         made once, for the first client that accepts each coding."""
-        return cls(body, kept=len(body) >= gzip_min_bytes)
+        return cls(body, kept=len(body) >= compress_min_bytes)
 
     def encoded(self, coding: bytes) -> bytes:
         """The body in `coding` (b"br" or b"gzip")."""
