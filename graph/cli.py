@@ -224,10 +224,7 @@ def _serve(settings: Settings) -> None:
     if report is not None:
         _report(report)
     # Workers build their app from the environment: hand them these settings.
-    for name, value in settings.model_dump(exclude_none=True).items():
-        if name != "cors_origins":
-            os.environ[f"LEADGREEN_{name.upper()}"] = str(value)
-    os.environ["LEADGREEN_CORS_ORIGINS"] = ",".join(settings.cors_origins)
+    os.environ.update(settings.environment())
     uvicorn.run(
         "graph.server.app:served_app",
         factory=True,

@@ -34,7 +34,12 @@ from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_
 from graph.server.protocol import Reader
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
-from graph.server.response_cache import PersistedQueries, connect_redis, make_cache
+from graph.server.response_cache import (
+    REDIS_TTL_SECONDS,
+    PersistedQueries,
+    connect_redis,
+    make_cache,
+)
 from graph.server.responses import choose, compress, http_error
 from graph.settings import Settings
 
@@ -73,14 +78,9 @@ def create_app(
     budget = Budget(settings.cache_max_bytes)
     schema = build_schema(settings)
     catalogs = Catalogs(budget.catalogs)
-    shared_buckets = settings.rate_limit and (
-        settings.rate_limit_store == "redis"
-        or (settings.rate_limit_store == "auto" and settings.cache == "redis")
-    )
-    redis = (
-        connect_redis(settings.redis_url) if settings.cache == "redis" or shared_buckets else None
-    )
-    cache = make_cache(settings, budget.answers, redis if settings.cache == "redis" else None)
+    # With several processes sharing Redis, the rate-limit buckets are there too.
+    redis = connect_redis(settings.redis_url) if settings.cache == "redis" else None
+    cache = make_cache(settings, budget.answers, redis)
     graphiql = GraphiQL.load() if settings.graphiql else None
     # Answers of a release no longer served cannot be asked for again: free them.
     # A new release is served once its catalog is read (and the first before /readyz says so).
@@ -90,9 +90,7 @@ def create_app(
         on_change=cache.forget_local,
         prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
-    limiter = (
-        RateLimiter(settings, redis if shared_buckets else None) if settings.rate_limit else None
-    )
+    limiter = RateLimiter(settings, redis) if settings.rate_limit else None
     graphql = GraphQLHandler(
         settings,
         execute=execute
@@ -101,8 +99,8 @@ def create_app(
         release=release,
         persisted=PersistedQueries(
             settings.persisted_queries,
-            redis if settings.cache == "redis" else None,
-            settings.redis_ttl_seconds,
+            redis,
+            REDIS_TTL_SECONDS,
             budget.persisted,
             settings.max_document_bytes,
         ),

@@ -535,10 +535,9 @@ class BoundedHttp(HttpToolsReader):
 def uvicorn_settings(settings: Settings) -> dict[str, Any]:
     """uvicorn's settings for the HTTP edge of `leadgreen serve`: this protocol, no `server`
     banner, and X-Forwarded-For believed only from the trusted proxies (none by default)."""
-    trusted = [p.strip() for p in settings.trusted_proxies.split(",") if p.strip()]
     return {
         "http": f"{BoundedHttp.__module__}:{BoundedHttp.__name__}",
         "server_header": False,
-        "proxy_headers": bool(trusted),
-        "forwarded_allow_ips": trusted or [],
+        "proxy_headers": bool(settings.trusted_proxies),
+        "forwarded_allow_ips": settings.trusted_proxies,
     }

@@ -109,8 +109,7 @@ class RateLimiter:
         self.local = CostBucket(self.capacity, self.restore_rate)
         self.redis = redis
         self.script = redis.register_script(_LUA) if redis is not None else None
-        self.keys = frozenset(_digest(k.strip().encode()) for k in settings.api_keys.split(","))
-        self.keys -= {_digest(b"")}
+        self.keys = frozenset(_digest(key.encode()) for key in settings.api_keys)
         self._redis_down = False
 
     def client(self, scope: Mapping[str, Any], api_key: bytes) -> str:

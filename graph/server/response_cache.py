@@ -21,6 +21,11 @@ log = logging.getLogger("leadgreen")
 
 # v2: the body alone (v1 packed a gzipped copy after it).
 _REDIS_PREFIX = b"leadgreen:answer:v2:"
+# How long Redis keeps an answer or a persisted query (keys name the release: an entry never
+# goes stale, it only stops being asked for).
+REDIS_TTL_SECONDS = 86_400
+# Most answers kept in a process (besides their share of LEADGREEN_CACHE_MAX_BYTES).
+MAX_ANSWERS = 10_000
 
 
 class ResponseCache(Protocol):
@@ -123,10 +128,10 @@ def make_cache(settings: Settings, max_bytes: int, redis: Redis | None = None) -
     `max_bytes` of answers in this process."""
     if settings.cache == "off":
         return NoCache()
-    local = MemoryCache(settings.cache_max_entries, max_bytes)
+    local = MemoryCache(MAX_ANSWERS, max_bytes)
     if settings.cache == "redis":
         assert redis is not None, "LEADGREEN_CACHE=redis needs a Redis client"
-        return RedisCache(redis, settings.redis_ttl_seconds, local)
+        return RedisCache(redis, REDIS_TTL_SECONDS, local)
     return local
 
 
