@@ -17,9 +17,10 @@ from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen, ser
 pytestmark = pytest.mark.anyio
 
 NOT_FOUND = {
+    "data": None,
     "errors": [
         {"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND"}}
-    ]
+    ],
 }
 
 
@@ -124,7 +125,7 @@ async def test_persisted_query_refusals(synthetic_db, settings) -> None:
     )
     assert (off.status_code, off.json()) == (
         200,
-        error("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED"),
+        {"data": None, **error("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")},
     )
 
 

@@ -1,7 +1,7 @@
 """The ASGI app: a Starlette app whose first middleware is the edge (graph/server/edge.py:
 request ids, CORS, limits, the time limit, logs, metrics, tracing, every error JSON) and whose
-routes are GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz, the
-documents and /metrics."""
+routes are GraphQL (and GraphiQL) at /graphql with a response cache, / (where things are),
+/healthz, /readyz, the documents and /metrics."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import functools
 import gc
+import html
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -17,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from db.engine import create_engine, create_tables, normalize_url, sessionmaker
@@ -31,7 +32,7 @@ from graph.server.edge import Edge
 from graph.server.graphiql import GraphiQL
 from graph.server.handler import Execute, GraphQLHandler
 from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_expected_errors
-from graph.server.protocol import Reader
+from graph.server.protocol import Reader, negotiate
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
 from graph.server.response_cache import (
@@ -192,6 +193,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/graphql", graphql, name="graphql"),  # first: the hot path's match
+            Route("/", home(settings), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
@@ -211,6 +213,57 @@ def create_app(
 
 READY_TIMEOUT_SECONDS = 5.0
 HEALTH_READ_SECONDS = 1.0
+
+
+def home(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
+    """GET /: where things are, as JSON for a client and as a small page for a browser."""
+
+    def places(root: str) -> dict[str, str]:
+        graphql = "GraphQL over HTTP: POST a JSON body, or GET with ?query="
+        found = {
+            f"{root}/graphql": graphql + ("; GraphiQL for a browser" if settings.graphiql else ""),
+            f"{root}/api/v1/index.json": "the v1 documents: the index, and each model's page at "
+            "/api/v1/models/{slug}.json",
+            f"{root}/data/index.json": "each release's upstream files, byte for byte "
+            "(/data/tasks/..., /data/models/...); ?release=N for an older one",
+            f"{root}/healthz": "is the process alive",
+            f"{root}/readyz": "is it ready: the database answers and a release is read",
+        }
+        if settings.metrics:
+            found[f"{root}/metrics"] = "Prometheus metrics"
+        return found
+
+    async def endpoint(request: Request) -> Response:
+        root = request.scope.get("root_path", "")
+        found = places(root)
+        accept = request.headers.get("accept", "").encode("latin-1")
+        headers = {"cache-control": "no-cache", "vary": "accept"}
+        if accept and negotiate(accept).html:
+            return HTMLResponse(_home_page(found), headers=headers)
+        return JSONResponse({**HOME, "endpoints": found}, headers=headers)
+
+    return endpoint
+
+
+HOME = {
+    "name": "LeadGreen",
+    "about": "A GraphQL API over the ML.ENERGY Leaderboard's measured energy of LLM inference",
+    "documentation": "The schema describes every type and field (GraphiQL's Docs, or "
+    "introspection); the guide is the project's docs/ (README.md first)",
+}
+
+
+def _home_page(places: dict[str, str]) -> str:
+    items = "".join(
+        f'<li><a href="{html.escape(path)}"><code>{html.escape(path)}</code></a>: '
+        f"{html.escape(about)}</li>"
+        for path, about in places.items()
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>LeadGreen</title>'
+        f"</head><body><h1>LeadGreen</h1><p>{html.escape(HOME['about'])}.</p><ul>{items}</ul>"
+        f"<p>{html.escape(HOME['documentation'])}.</p></body></html>"
+    )
 
 
 def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:

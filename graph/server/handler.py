@@ -130,9 +130,8 @@ class GraphQLHandler:
             coding = choose(accept_encoding)
             await self.answer(request, method == "GET", if_none_match, coding, media, client, send)
         except Refusal as refusal:
-            # A refusal that legacy clients get with 200 (a GraphQL error) is a 400 to others.
-            status = 400 if refusal.status == 200 and media.graphql_response else refusal.status
-            await uncached(send, status, refusal.body, media.content_type, refusal.headers)
+            status, body = refusal.answer(media)
+            await uncached(send, status, body, media.content_type, refusal.headers)
 
     async def answer(
         self,
@@ -206,7 +205,7 @@ class GraphQLHandler:
         async def one(request: GraphQLRequest, collect: Send) -> None:
             await self.answer(request, False, b"", None, media, client, collect)
 
-        body = await answer_batch(items, self.settings.batch_max, one)
+        body = await answer_batch(items, self.settings.batch_max, media, one)
         await uncached(send, 200, body, media.content_type)
 
     async def produce_once(

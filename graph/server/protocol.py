@@ -157,7 +157,9 @@ Headers = tuple[tuple[bytes, bytes], ...]
 
 
 class Refusal(Exception):
-    """A request refused instead of executed: its status, JSON body and extra headers."""
+    """A request refused instead of executed: its status, JSON body and extra headers. Status
+    200 marks a GraphQL request error (the document cannot be run as asked: no operation can be
+    chosen, a persisted query not held), answered as a document that fails validation is."""
 
     def __init__(
         self, status: int, message: str, code: Code | str, headers: Headers = (), **extensions: Any
@@ -176,6 +178,16 @@ class Refusal(Exception):
         refusal = cls(status, "", code, headers)
         refusal.body = body
         return refusal
+
+    def answer(self, media: Media) -> tuple[int, bytes]:
+        """The status and body it is sent with: a request error is 400 without `data` in
+        application/graphql-response+json, 200 with `data: null` in application/json (what
+        clients written before the GraphQL-over-HTTP spec expect)."""
+        if self.status != 200:
+            return self.status, self.body
+        if media.graphql_response:
+            return 400, self.body
+        return 200, b'{"data":null,' + self.body.removeprefix(b"{")
 
 
 def error_body(message: str, code: Code | str, **extensions: Any) -> bytes:
@@ -456,7 +468,10 @@ class Collect:
 
 
 async def answer_batch(
-    items: Batch, limit: int, answer: Callable[[GraphQLRequest, Send], Awaitable[None]]
+    items: Batch,
+    limit: int,
+    media: Media,
+    answer: Callable[[GraphQLRequest, Send], Awaitable[None]],
 ) -> bytes:
     """The answers of the batch's requests, each as `answer` sends it (a refusal as its body),
     as a JSON array; refused as a whole when batching is off or the batch is too large."""
@@ -479,6 +494,6 @@ async def answer_batch(
         try:
             await answer(request, collect)
         except Refusal as refusal:
-            collect.body = refusal.body
+            collect.body = refusal.answer(media)[1]
         bodies.append(collect.body)
     return b"[%s]" % b",".join(bodies)
