@@ -1,5 +1,5 @@
 """The compression levels' cost and size on real answers: the model page and a task's whole
-table (graph/server/compress.py chose its levels from this table).
+table (graph/server/responses.py chose its levels from this table).
 
     .venv/bin/python -m bench.compression [--database-url URL]
 
@@ -24,7 +24,7 @@ from bench import databases
 from bench.__main__ import MANIFEST, SNAPSHOT
 from bench.queries import DEFAULT_SLUG, TASK, TASK_TABLE
 from graph.server.app import create_app
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from graph.settings import Settings
 
 GZIP_LEVELS = (1, 3, 4, 5, 6, 9)

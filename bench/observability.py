@@ -30,7 +30,7 @@ from bench import databases, wrk
 from bench.__main__ import MANIFEST, SNAPSHOT, check
 from bench.queries import DEFAULT_SLUG, Scenario, post
 from bench.servers import Server, leadgreen
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 
 MODES = {
     "on": {"LEADGREEN_LOG_LEVEL": "info", "LEADGREEN_METRICS": "true"},

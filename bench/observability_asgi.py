@@ -15,9 +15,8 @@ from bench.__main__ import MANIFEST
 from bench.databases import slugs
 from bench.queries import DEFAULT_SLUG
 from graph.server.app import create_app
-from graph.server.logs import Record, RequestLog
-from graph.server.metrics import Metrics
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import Metrics, Record, RequestLog
 from graph.settings import Settings
 
 MODES = {
@@ -69,12 +68,12 @@ async def cpu_per_request(
             return {"type": "http.request", "body": body, "more_body": False}
 
         await app(dict(scope), receive, _drop)
+    log, metrics = app.state.request_log, app.state.metrics
     if kept is not None:
-        kept.extend(app.edge.log.records)
-    if app.edge.log is not None:
-        app.edge.log.flush()
-    if app.edge.metrics is not None:
-        app.edge.metrics.fold()
+        kept.extend(log.records)
+    log.flush()
+    if metrics is not None:
+        metrics.fold()
     return (time.thread_time() - started) / calls
 
 
@@ -96,7 +95,7 @@ async def measure(database_url: str, rounds: int, first: str) -> dict[tuple[str,
             lifespan = app.router.lifespan_context(app)
             await lifespan.__aenter__()
             closers.append(lambda lifespan=lifespan: lifespan.__aexit__(None, None, None))
-            app.edge.log.stream = devnull
+            app.state.request_log.stream = devnull
             apps[mode] = app
             kept = RECORDS.setdefault(cache, []) if mode == "on" else None
             await cpu_per_request(app, requests, CALLS[cache] // 3, kept)  # warm up

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 
 CONFIGURATION_FIELDS = """
   id gpuModel numGpus modelId maxNumSeqs tensorParallel dataParallel expertParallel

@@ -4,9 +4,13 @@ export-schema, doctor: each a thin layer over a function of db, graph.server or 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,6 @@ from db.history import Commit
 from db.ingest import IngestReport, ingest
 from db.replay import ingest_history
 from db.snapshot import load_manifest, load_snapshot
-from graph.server.workers import shared_metrics
 from graph.settings import Settings
 
 database_option = click.option(
@@ -76,7 +79,7 @@ async def run_ingest(
 
 def _count_ingest(outcome: str, started: float) -> None:
     # Imported here: `serve` names the metrics directory of its workers before.
-    from graph.server.metrics import record_ingest
+    from graph.server.observability import record_ingest
 
     record_ingest(outcome, time.perf_counter() - started)
 
@@ -161,7 +164,7 @@ def ingest_command(
         _fail(exc)
     finally:
         if metrics_file is not None:
-            from graph.server.metrics import write_ingest_metrics
+            from graph.server.observability import write_ingest_metrics
 
             write_ingest_metrics(metrics_file)
     assert report is not None
@@ -186,9 +189,34 @@ def serve(**options: Any) -> None:
         _serve(settings)
 
 
+# Before any of `serve`'s workers (or itself) imports prometheus-client: the directory where the
+# workers share their metrics.
+@contextlib.contextmanager
+def shared_metrics(settings: Settings) -> Iterator[None]:
+    """Workers share their metrics through a directory (prometheus-client's multiprocess mode):
+    PROMETHEUS_MULTIPROC_DIR, emptied of an earlier run's files, or else for several workers a
+    new one, removed afterwards."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+        yield
+        return
+    if settings.workers == 1 or not settings.metrics:
+        yield
+        return
+    made = tempfile.mkdtemp(prefix="leadgreen-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    try:
+        yield
+    finally:
+        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+        shutil.rmtree(made, ignore_errors=True)
+
+
 def _serve(settings: Settings) -> None:
-    from graph.server.logs import logging_config
-    from graph.server.wire import uvicorn_settings
+    from graph.server.edge import uvicorn_settings
+    from graph.server.observability import logging_config
 
     try:
         report = asyncio.run(run_ingest(settings, settings.source, only_if_empty=True))
@@ -198,10 +226,7 @@ def _serve(settings: Settings) -> None:
         _report(report)
     click.echo("\n".join(where(settings)))
     # Workers build their app from the environment: hand them these settings.
-    for name, value in settings.model_dump(exclude_none=True).items():
-        if name != "cors_origins":
-            os.environ[f"LEADGREEN_{name.upper()}"] = str(value)
-    os.environ["LEADGREEN_CORS_ORIGINS"] = ",".join(settings.cors_origins)
+    os.environ.update(settings.environment())
     uvicorn.run(
         "graph.server.app:served_app",
         factory=True,
@@ -209,7 +234,7 @@ def _serve(settings: Settings) -> None:
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level,
-        # JSON logs in every worker; each request's line is the app's own (graph/server/logs.py).
+        # JSON logs in every worker; each request's line is the app's own (observability.py).
         log_config=logging_config(settings.log_level),
         access_log=False,
         **uvicorn_settings(settings),

@@ -47,6 +47,8 @@ def read_settings(**overrides: Any) -> tuple[Settings | None, Check]:
             f"LEADGREEN_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
         )
         return None, Check("settings", "problem", errors, "correct those environment variables")
+    except ValueError as exc:  # a variable that is not read (graph/settings.py)
+        return None, Check("settings", "problem", str(exc), "unset those environment variables")
     return settings, check_settings(settings)
 
 
@@ -69,7 +71,7 @@ def check_settings(settings: Settings) -> Check:
     ):
         problems.append("LEADGREEN_PUBLIC_BASE_URL is not an http(s) URL")
     if settings.max_page_size < settings.default_page_size:
-        problems.append("LEADGREEN_DEFAULT_PAGE_SIZE is larger than LEADGREEN_MAX_PAGE_SIZE")
+        problems.append("LEADGREEN_LIMITS: default_page_size is larger than max_page_size")
     try:
         make_url(normalize_url(settings.database_url))
     except Exception as exc:
@@ -146,13 +148,8 @@ def _source_problem(detail: str, has_release: bool) -> Check:
 
 
 async def check_redis(settings: Settings) -> Check:
-    redis_cache = settings.cache == "redis"
-    store = settings.rate_limit_store
-    needed = redis_cache or (
-        settings.rate_limit and (store == "redis" or (store == "auto" and redis_cache))
-    )
-    if not needed:
-        return Check("redis", "skipped", "not used (LEADGREEN_CACHE and the rate limits are local)")
+    if settings.cache != "redis":  # (the rate-limit buckets are shared there with the cache)
+        return Check("redis", "skipped", "not used (LEADGREEN_CACHE is not redis)")
     from graph.server.response_cache import connect_redis
 
     redis = connect_redis(settings.redis_url)
@@ -200,7 +197,7 @@ def check_metrics(settings: Settings) -> Check:
 
 
 def check_tracing(settings: Settings) -> Check:
-    from graph.server.tracing import wanted
+    from graph.server.observability import wanted
 
     if not wanted(settings):
         return Check("tracing", "skipped", "off (LEADGREEN_OTEL, OTEL_EXPORTER_OTLP_ENDPOINT)")

@@ -4,7 +4,7 @@ the headers, JSON for every refusal, HEAD, the security headers, conditional GET
 only when named.
 
 Through the ASGI app first; then (mark `hostile`) against `leadgreen serve` on 127.0.0.1 with
-raw sockets, for what the server itself refuses while reading a request (graph/server/wire.py).
+raw sockets, for what the server itself refuses while reading a request (graph/server/edge.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from graph.server.app import create_app
-from graph.server.wire import uvicorn_settings
+from graph.server.edge import uvicorn_settings
 from graph.settings import Settings
 from tests.live import serving
 
@@ -136,7 +136,7 @@ async def test_get_answers_hold_nothing_of_the_client(synthetic_db, settings) ->
     with rate limiting, two clients' GETs are equal and hold no throttle status, while a POST
     answer carries its client's."""
     for rate_limit in (True, False):
-        update = {"rate_limit": rate_limit, "api_keys": "key-a,key-b"}
+        update = {"rate_limit": rate_limit, "api_keys": ["key-a", "key-b"]}
         app = create_app(settings.model_copy(update=update))
         async with (
             app.router.lifespan_context(app),
@@ -170,8 +170,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     with serving(
         tmp_path_factory.mktemp("served"),
         LEADGREEN_RATE_LIMIT="true",
-        LEADGREEN_RATE_LIMIT_CAPACITY="400",
-        LEADGREEN_RATE_LIMIT_RESTORE_RATE="0.001",
+        LEADGREEN_LIMITS="standard,rate_limit_capacity=400,rate_limit_restore_rate=0.001",
     ) as port:
         yield port
 

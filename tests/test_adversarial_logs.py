@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.server.handler import GraphQLHandler
+from tests.test_cache import serve
 
 pytestmark = pytest.mark.anyio
 
@@ -40,14 +40,14 @@ async def test_a_scan_of_bad_inputs_logs_no_error_and_no_traceback(
 
 
 async def test_a_bug_is_logged_with_its_traceback_and_request_id(
-    synthetic_db, client, caplog, monkeypatch
+    synthetic_db, settings, caplog
 ) -> None:
-    async def broken(*_args: object, **_kwargs: object) -> None:
+    async def broken(*_args: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(GraphQLHandler, "answer", broken)
     caplog.set_level(logging.INFO)
-    response = await client.post("/graphql", json={"query": "{ gpus { name } }"})
+    async with serve(settings, broken) as client:
+        response = await client.post("/graphql", json={"query": "{ gpus { name } }"})
     [error] = response.json()["errors"]
     assert (response.status_code, error["extensions"]["code"]) == (500, "INTERNAL")
     request_id = error["extensions"]["requestId"]

@@ -23,11 +23,11 @@ BUDGET = 4 * 1024 * 1024  # a small LEADGREEN_CACHE_MAX_BYTES, so that every cac
 
 
 def handler(app: Any) -> Any:
-    return app.graphql
+    return app.state.graphql
 
 
 def documents(app: Any) -> Any:
-    [limits] = [e for e in handler(app).schema.extensions if issubclass(e, QueryLimits)]
+    [limits] = [e for e in app.state.schema.extensions if issubclass(e, QueryLimits)]
     return limits.documents
 
 

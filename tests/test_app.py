@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.server.app import create_app
 from graph.settings import Settings
@@ -21,6 +24,73 @@ async def test_post_and_get(synthetic_db, client) -> None:
     assert (posted.status_code, posted.json()) == (200, expected)
     got = await client.get("/graphql", params={"query": query})
     assert (got.status_code, got.json()) == (200, expected)
+
+
+async def test_a_middleware_added_to_the_app_sees_graphql(synthetic_db, settings) -> None:
+    """The edge is ordinary middleware in Starlette's stack: what a user adds with
+    `add_middleware` sees every request, /graphql's too, and its response as sent."""
+    seen: list[tuple[str, int, bool]] = []
+
+    class Recorder:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            async def sending(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    names = {name for name, _ in message["headers"]}
+                    seen.append((scope["path"], message["status"], b"x-request-id" in names))
+                await send(message)
+
+            await self.app(scope, receive, sending)
+
+    app = create_app(settings)
+    app.add_middleware(Recorder)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
+    ):
+        await client.post("/graphql", json={"query": "{ gpus { name } }"})
+        await client.get("/graphql", params={"query": "{ gpus { name } }"})
+        await client.get("/healthz")
+    assert seen == [("/graphql", 200, True), ("/graphql", 200, True), ("/healthz", 200, True)]
+
+
+HOME = {
+    "name": "LeadGreen",
+    "about": "A GraphQL API over the ML.ENERGY Leaderboard's measured energy of LLM inference",
+    "documentation": "The schema describes every type and field (GraphiQL's Docs, or "
+    "introspection); the guide is the project's docs/ (README.md first)",
+    "endpoints": {
+        "/graphql": "GraphQL over HTTP: POST a JSON body, or GET with ?query=; GraphiQL for a "
+        "browser",
+        "/api/v1/index.json": "the v1 documents: the index, and each model's page at "
+        "/api/v1/models/{slug}.json",
+        "/data/index.json": "each release's upstream files, byte for byte (/data/tasks/..., "
+        "/data/models/...); ?release=N for an older one",
+        "/healthz": "is the process alive",
+        "/readyz": "is it ready: the database answers and a release is read",
+        "/metrics": "Prometheus metrics",
+    },
+}
+
+
+async def test_the_root_says_where_things_are(synthetic_db, client) -> None:
+    """A newcomer's first request: JSON for a client, a page of links for a browser."""
+    answer = await client.get("/")
+    page = await client.get("/", headers={"accept": "text/html,*/*;q=0.8"})
+    assert (answer.status_code, answer.headers["content-type"], answer.json()) == (
+        200,
+        "application/json",
+        HOME,
+    )
+    assert (page.status_code, page.headers["content-type"]) == (200, "text/html; charset=utf-8")
+    links = re.findall(r'<a href="([^"]+)">', page.text)
+    assert links == list(HOME["endpoints"])
+    for path in links:  # each place answers (GraphiQL's page is not built here: JSON asked)
+        found = await client.get(path, headers={"accept": "application/json"})
+        assert found.status_code == (400 if path == "/graphql" else 200), path
 
 
 async def test_healthz(synthetic_db, client) -> None:

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
+from graph.server.documents import MODEL_PAGE
 from graph.server.graphiql import CSP
-from graph.server.operations import MODEL_PAGE
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,12 +14,15 @@ import httpx
 import orjson
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
+from strawberry.types import ExecutionResult
 
 from db.engine import sessionmaker
 from graph.server.app import create_app
+from graph.server.handler import Execute
+from graph.server.protocol import from_json_body
 from graph.server.release import ReleaseWatcher
-from graph.server.request import from_json_body
-from graph.server.response_cache import Answer, MemoryCache
+from graph.server.response_cache import MemoryCache
+from graph.server.responses import Answer
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import ingest_dir
@@ -55,9 +58,13 @@ NEWER = {
 
 
 @contextlib.asynccontextmanager
-async def serve(settings: Settings, **overrides: Any) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of a fresh app (one "process") that looks up the release on every request."""
-    app = create_app(settings.model_copy(update={"release_poll_seconds": 0, **overrides}))
+async def serve(
+    settings: Settings, execute: Execute | None = None, **overrides: Any
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of a fresh app (one "process") that looks up the release on every request;
+    `execute` runs requests through the schema instead of the engine, when given."""
+    updated = settings.model_copy(update={"release_poll_seconds": 0, **overrides})
+    app = create_app(updated, execute=execute)
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
@@ -68,7 +75,7 @@ async def serve(settings: Settings, **overrides: Any) -> AsyncIterator[httpx.Asy
 
 
 def cache_of(client: httpx.AsyncClient) -> Any:
-    return client.app.graphql.cache  # type: ignore[attr-defined]
+    return client.app.state.graphql.cache  # type: ignore[attr-defined]
 
 
 async def ingest_newer(engine: AsyncEngine, tmp_path: Path) -> None:
@@ -266,7 +273,7 @@ def test_keys_ignore_variable_order_and_name_the_release() -> None:
     def key(body: bytes, release: bytes = b"1") -> bytes:
         request = from_json_body(body)
         assert request is not None
-        return request.key(release, "doc")
+        return request.key(release)
 
     assert key(b'{"query":"q","variables":{"a":1,"b":{"c":2,"d":3}}}') == key(
         b'{"variables":{"b":{"d":3,"c":2},"a":1},"query":"q"}'
@@ -316,20 +323,18 @@ async def test_without_redis_the_cache_stays_in_the_process(synthetic_db, settin
 
 
 async def test_concurrent_misses_of_one_key_execute_once(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
-        handler = client.app.graphql  # type: ignore[attr-defined]
-        executed, release = [], asyncio.Event()
-        real_execute = handler.execute
+    executed, release = [], asyncio.Event()
 
-        async def execute(*args: Any) -> tuple[bytes, bool]:
-            executed.append(1)
-            await release.wait()
-            return await real_execute(*args)
+    async def execute(*_args: Any) -> ExecutionResult:
+        executed.append(1)
+        await release.wait()
+        return ExecutionResult(data=ANSWER["data"], errors=None)
 
-        handler.execute = execute
+    async with serve(settings, execute) as client:
+        handler = client.app.state.graphql  # type: ignore[attr-defined]
         request = from_json_body(orjson.dumps({"query": QUERY}))
         current = await handler.current_release()
-        key = request.key(current.token, "doc")
+        key = request.key(current.token)
         waiting = [
             asyncio.ensure_future(handler.produce_once(key, QUERY, request, current.release, False))
             for _ in range(5)

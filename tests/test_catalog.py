@@ -18,7 +18,7 @@ from db.kinds import DIFFUSION, LLM
 from db.tables import ConfigurationRow
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import SCHEMA as schema

@@ -34,8 +34,8 @@ from graph.engine.internals import CompiledQueries
 from graph.schema import build_schema
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.server.documents import MODEL_PAGE
 from graph.server.execute import close_quietly
-from graph.server.operations import MODEL_PAGE
 from graph.settings import Settings
 from tests.conftest import SCHEMA
 

@@ -22,7 +22,7 @@ from graph.engine.internals import core_schema
 from graph.engine.prepared import SMALL_KEY_CHARS, Prepared, frozen, small_key
 from graph.schema.context import Context
 from graph.schema.costs import LIST_SIZES
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA as schema
 

@@ -15,8 +15,8 @@ from strawberry.types.graphql import OperationType
 from db.engine import sessionmaker
 from graph.engine.direct import Direct
 from graph.schema.catalogs import Catalogs
+from graph.server.documents import MODEL_PAGE
 from graph.server.execute import RequestContext, close_quietly
-from graph.server.operations import MODEL_PAGE
 from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA
 from tests.test_compiled import _SCHEMAS, ARGUMENTS, _selection

@@ -39,7 +39,7 @@ from graphql import (
     validate,
 )
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from graph.settings import Settings
 from tests.conftest import EARLIER, ROOT, SEED, SNAPSHOT, ingest_dir, make_execute
 
@@ -177,29 +177,6 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
     local = [t.partition("#")[0] for t in targets if not re.match(r"[a-z]+:", t)]
     assert local
     assert [t for t in local if t and t != SCREENSHOT and not (ROOT / t).exists()] == []
-
-
-def test_the_settings_table_lists_every_setting_with_its_default() -> None:
-    """docs/deployment.md has a row for every setting; a literal default is the code's."""
-    table = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `LEADGREEN_([A-Z_]+)` \| ([^|]+) \|", table, re.M))
-    assert sorted(rows) == sorted(name.upper() for name in Settings.model_fields)
-    for name, field in Settings.model_fields.items():
-        literal = re.match(r"`([^`]+)`", rows[name.upper()])
-        default = field.get_default(call_default_factory=True)
-        if rows[name.upper()].strip() == "none":
-            assert default in (None, [], ""), name
-        if literal is None or default in (None, [], ""):
-            continue  # said in words ("none", "the manifest's")
-        if isinstance(default, bool):
-            expected = str(default).lower()
-        elif isinstance(default, list):
-            expected = ",".join(default)
-        elif isinstance(default, float):
-            expected = f"{default:g}"
-        else:
-            expected = str(default)
-        assert literal.group(1) == expected, name
 
 
 @pytest.mark.realdata

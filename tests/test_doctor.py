@@ -86,7 +86,7 @@ async def test_an_unreachable_postgresql(synthetic_dir) -> None:
 
 
 async def test_redis_down(synthetic_db, settings, synthetic_dir) -> None:
-    for more in ({"cache": "redis"}, {"rate_limit": True, "rate_limit_store": "redis"}):
+    for more in ({"cache": "redis"}, {"cache": "redis", "rate_limit": True}):
         check = await doctor.check_redis(healthy(settings, synthetic_dir, redis_url=DOWN, **more))
         assert (check.status, check.detail) == (
             "problem",

@@ -3,13 +3,13 @@ and the request id each response carries."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import pytest
 
-from graph.server.cors import Cors
-from graph.server.observe import RequestIds
+from graph.server.edge import Cors, RequestIds
 from tests.test_cache import QUERY, serve
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +108,7 @@ def test_request_ids_keep_a_sane_one_and_make_the_others() -> None:
 
 
 async def test_every_response_carries_its_request_id(synthetic_db, settings) -> None:
-    async with serve(settings, gzip_min_bytes=0) as client:
+    async with serve(settings, compress_min_bytes=0) as client:
         responses = {
             "answer": await client.post("/graphql", json={"query": QUERY}),
             "refusal": await client.post("/graphql", content=b"{", headers=_json()),
@@ -145,12 +145,10 @@ async def test_every_response_carries_its_request_id(synthetic_db, settings) -> 
 
 
 async def test_a_bug_answers_the_request_id_of_its_log(synthetic_db, settings, caplog) -> None:
-    async with serve(settings) as client:
+    async def broken(*_args: Any) -> Any:
+        raise RuntimeError("a bug")
 
-        async def broken(*_args: Any) -> Any:
-            raise RuntimeError("a bug")
-
-        client.app.graphql.execute = broken  # type: ignore[attr-defined]
+    async with serve(settings, broken) as client:
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
             response = await client.post(
                 "/graphql", json={"query": QUERY}, headers={"x-request-id": "bug-1"}
@@ -159,6 +157,26 @@ async def test_a_bug_answers_the_request_id_of_its_log(synthetic_db, settings, c
     assert response.headers["x-request-id"] == "bug-1"
     assert response.json()["errors"][0]["extensions"]["requestId"] == "bug-1"
     assert any("bug-1" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+async def test_only_the_time_limit_is_answered_504(synthetic_db, settings) -> None:
+    """A request cancelled for another reason (its server stopping) is not answered as timed
+    out: the cancellation goes on; and the next request is answered as usual."""
+    started, executed = asyncio.Event(), []
+
+    async def never(*_args: Any) -> Any:
+        executed.append(1)
+        started.set()
+        await asyncio.Event().wait()
+
+    async with serve(settings, never) as client:
+        request = asyncio.ensure_future(client.post("/graphql", json={"query": QUERY}))
+        await started.wait()
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        other = await client.post("/graphql", content=b"{", headers=_json())
+    assert (executed, other.status_code) == ([1], 400)
 
 
 def _json() -> dict[str, str]:

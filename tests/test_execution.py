@@ -15,7 +15,7 @@ from db.engine import sessionmaker
 from graph.engine.internals import CompiledQueries
 from graph.schema import build_schema
 from graph.schema.context import Context
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.conftest import SCHEMA as schema
 from tests.conftest import SEED
 

@@ -15,8 +15,8 @@ import pytest
 from graphql import GraphQLSchema, OperationDefinitionNode, build_schema, parse, validate
 
 from graph.server.app import create_app
+from graph.server.documents import MODEL_PAGE
 from graph.server.graphiql import CSP, config_json
-from graph.server.operations import MODEL_PAGE
 from graph.settings import Settings
 from tests import graphiql_build
 from tests.conftest import app_client

@@ -11,15 +11,16 @@ import brotli
 import orjson
 import pytest
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen, serve
 
 pytestmark = pytest.mark.anyio
 
 NOT_FOUND = {
+    "data": None,
     "errors": [
         {"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND"}}
-    ]
+    ],
 }
 
 
@@ -124,7 +125,7 @@ async def test_persisted_query_refusals(synthetic_db, settings) -> None:
     )
     assert (off.status_code, off.json()) == (
         200,
-        error("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED"),
+        {"data": None, **error("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")},
     )
 
 
@@ -140,7 +141,7 @@ async def test_persisted_queries_are_shared_through_redis(synthetic_db, settings
 
 async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -> None:
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, gzip_min_bytes=1024) as client:
+    async with serve(settings, compress_min_bytes=1024) as client:
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
         for _ in range(2):  # the miss compresses on the fly, the hit sends the stored gzip
             zipped = await client.post("/graphql", json=body, headers={"accept-encoding": "gzip"})
@@ -162,9 +163,9 @@ async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -
 async def test_stored_answers_keep_their_compressed_copies(synthetic_db, settings) -> None:
     """Each coding of a stored answer is made once, by the first client that accepts it."""
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, gzip_min_bytes=1024) as client:
+    async with serve(settings, compress_min_bytes=1024) as client:
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
-        [stored] = client.app.graphql.cache._entries.values()  # type: ignore[attr-defined]
+        [stored] = client.app.state.graphql.cache._entries.values()  # type: ignore[attr-defined]
         assert (stored.body, stored.gzipped, stored.brotli) == (plain.content, None, None)
         for coding in ("br", "gzip", "br"):
             sent = await client.post("/graphql", json=body, headers={"accept-encoding": coding})

@@ -14,7 +14,7 @@ from db.engine import sessionmaker
 from graph.engine import internals
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.conftest import SCHEMA
 
 pytestmark = pytest.mark.anyio

@@ -22,14 +22,10 @@ from prometheus_client import Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
 from graph.cli import main
-from graph.server.metrics import (
-    FOLD_SECONDS,
-    MAX_OPERATIONS,
-    Metrics,
-    add_to_histogram,
-    ingest_metrics,
-)
-from graph.server.operations import MODEL_PAGE
+from graph.internals import add_to_histogram
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, ingest_metrics
+from graph.server.protocol import first_operation
 from tests.conftest import ROOT
 from tests.test_cache import serve
 
@@ -53,7 +49,7 @@ async def test_metrics(synthetic_db, settings) -> None:
             await client.post("/graphql", json=PAGE)
         await client.post("/graphql", json={"query": TOO_MANY})
         await client.get("/api/v1/index.json")
-        client.app.edge.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
+        client.app.state.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
         text = (await client.get("/metrics")).text
     found = samples(text)
 
@@ -79,7 +75,7 @@ async def test_metrics_can_be_off(synthetic_db, settings) -> None:
     async with serve(settings, metrics=False) as client:
         response = await client.get("/metrics")
     assert response.status_code == 404
-    assert client.app.edge.metrics is None
+    assert client.app.state.metrics is None
 
 
 def test_operation_names_are_bounded() -> None:
@@ -93,6 +89,40 @@ def test_operation_names_are_bounded() -> None:
     labels = {key[1] for key in metrics._folded}
     assert len(labels) == MAX_OPERATIONS + 3
     assert {"other", "anonymous", ""} <= labels
+
+
+@pytest.mark.parametrize(
+    ("document", "operation"),
+    [
+        ("query Gpus { gpus { name } }", "Gpus"),
+        ("# query Secret\n{ gpus { name } }", None),
+        ('{ model(slug: "query Secret") { name } }', None),
+        ("query { gpus { name } }", None),
+        ("query ($n: Int) { configurations(first: $n) { totalCount } }", None),
+        ("fragment G on Query { gpus { name } } query Named { ...G }", "Named"),
+        ("mutation Change { x }", "Change"),
+        ("{ gpus {", None),
+        ("query \u0000", None),
+    ],
+)
+def test_the_operation_is_named_by_the_document(document: str, operation: str | None) -> None:
+    """The name is GraphQL's lexer's reading of the document: a comment or a string that says
+    `query Secret` names nothing."""
+    assert first_operation(document) == operation
+
+
+async def test_a_comment_does_not_name_the_operation(synthetic_db, settings) -> None:
+    async with serve(settings) as client:
+        await client.post("/graphql", json={"query": "# query Secret\n{ gpus { name } }"})
+        await client.post("/graphql", json={"query": "query Gpus { gpus { name } }"})
+        await client.post("/graphql", json={"query": "{ gpus { name } }", "operationName": None})
+        text = (await client.get("/metrics")).text
+    operations = {
+        dict(labels)["operation"]: value
+        for (name, labels), value in samples(text).items()
+        if name == "leadgreen_requests_total" and dict(labels)["route"] == "/graphql"
+    }
+    assert operations == {"anonymous": 2, "Gpus": 1}
 
 
 def test_adding_buckets_at_once_is_observing_each() -> None:
@@ -109,7 +139,7 @@ def test_several_processes_share_their_metrics(tmp_path) -> None:
     """prometheus-client's multiprocess mode: what two processes counted, either shows."""
     script = (
         "import asyncio, sys\n"
-        "from graph.server.metrics import Metrics\n"
+        "from graph.server.observability import Metrics\n"
         "m = Metrics()\n"
         "m.add('/graphql', 'Page', 200, b'HIT', 0.001)\n"
         "m.fold()\n"

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from graph.server.logs import RequestLog, formatter
-from graph.server.observe import NOTE, Note
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
+from graph.server.observability import NOTE, Note, RequestLog, formatter
 from tests.conftest import ROOT
 from tests.test_cache import QUERY, serve
 
@@ -25,13 +24,13 @@ TOO_MANY = "{ configurations(first: 100000) { totalCount } }"
 
 
 def lines(client: Any) -> list[dict[str, Any]]:
-    log = client.app.edge.log
+    log = client.app.state.request_log
     log.flush()
     return [json.loads(line) for line in log.stream.getvalue().splitlines()]
 
 
 def logged(client: Any) -> Any:
-    client.app.edge.log.stream = io.StringIO()
+    client.app.state.request_log.stream = io.StringIO()
     return client
 
 
@@ -107,13 +106,11 @@ async def test_user_errors_are_one_line_without_a_traceback(synthetic_db, settin
 
 
 async def test_a_fault_is_logged_at_error(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async def broken(*_args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    async with serve(settings, broken) as client:
         logged(client)
-
-        async def broken(*_args: Any) -> Any:
-            raise RuntimeError("a bug")
-
-        client.app.graphql.execute = broken
         await client.post("/graphql", json={"query": QUERY})
         [line] = lines(client)
     assert (line["level"], line["status"], line["code"]) == ("error", 500, "INTERNAL")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -16,6 +18,8 @@ from sqlalchemy.engine import make_url
 
 from db.engine import create_engine
 from graph.errors import Code, database_fault
+from graph.server.app import create_app
+from tests.conftest import ROOT
 from tests.test_cache import serve
 
 pytestmark = pytest.mark.anyio
@@ -281,14 +285,13 @@ async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, se
     ids=["several-without-a-name", "unknown-name"],
 )
 async def test_an_operation_that_cannot_be_chosen(synthetic_db, settings, body, message) -> None:
+    """A request error, answered as one that fails validation is: 200 with `data: null` in
+    application/json, 400 without `data` in application/graphql-response+json."""
     async with serve(settings) as client:
         legacy = await client.post("/graphql", json=body)
         new = await client.post("/graphql", json=body, headers={"accept": GQL})
-    assert (legacy.status_code, new.status_code) == (200, 400)
-    for response in (legacy, new):
-        assert {k: v for k, v in response.json().items() if v is not None} == refusal(
-            message, "BAD_REQUEST"
-        )
+    assert seen(legacy) == (200, JSON, {"data": None, **refusal(message, "BAD_REQUEST")})
+    assert seen(new) == (400, GQL, refusal(message, "BAD_REQUEST"))
 
 
 async def test_the_body_cap_is_checked_before_reading(synthetic_db, settings) -> None:
@@ -367,13 +370,11 @@ async def test_batches_are_off_by_default(synthetic_db, settings) -> None:
 
 async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> None:
     """The deadline stops the execution (here one that would never end)."""
-    async with serve(settings, request_timeout_seconds=0.05) as client:
-        handler = client.app.graphql  # type: ignore[attr-defined]
 
-        async def never(*_args: Any) -> Any:
-            await asyncio.Event().wait()
+    async def never(*_args: Any) -> Any:
+        await asyncio.Event().wait()
 
-        handler.execute = never
+    async with serve(settings, never, request_timeout_seconds=0.05) as client:
         response = await client.post("/graphql", json={"query": GPUS})
     assert seen(response) == (
         504,
@@ -383,13 +384,11 @@ async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> Non
 
 
 async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, caplog) -> None:
-    async with serve(settings) as client:
-        handler = client.app.graphql  # type: ignore[attr-defined]
 
-        async def broken(*_args: Any) -> Any:
-            raise RuntimeError("SELECT secret FROM /srv/app/db.py")
+    async def broken(*_args: Any) -> Any:
+        raise RuntimeError("SELECT secret FROM /srv/app/db.py")
 
-        handler.execute = broken
+    async with serve(settings, broken) as client:
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
             response = await client.post("/graphql", json={"query": GPUS})
     body = response.json()
@@ -549,3 +548,181 @@ async def test_a_statement_past_the_timeout_is_request_timeout(synthetic_db, set
     finally:
         await engine.dispose()
     assert database_fault(raised.value) is Code.REQUEST_TIMEOUT
+
+
+# ---------------------------------------------------------------------------------------------
+# The README's table of codes and statuses, row by row: each code of each row is brought about
+# and answered with the row's status, for either media type
+# ---------------------------------------------------------------------------------------------
+
+Send = Callable[[httpx.AsyncClient, str], Awaitable[httpx.Response]]
+
+
+def _post(body: Any, **headers: str) -> Send:
+    async def send(client: httpx.AsyncClient, accept: str) -> httpx.Response:
+        return await client.post("/graphql", json=body, headers={"accept": accept, **headers})
+
+    return send
+
+
+def _query(query: str, **variables: Any) -> Send:
+    return _post({"query": query, "variables": variables or None})
+
+
+def _request(method: str, path: str, headers: dict[str, str] | None = None, **options: Any) -> Send:
+    async def send(client: httpx.AsyncClient, accept: str) -> httpx.Response:
+        sent = {"accept": accept, **(headers or {})}
+        return await client.request(method, path, headers=sent, **options)
+
+    return send
+
+
+def _twice(send: Send) -> Send:
+    async def again(client: httpx.AsyncClient, accept: str) -> httpx.Response:
+        await send(client, accept)
+        return await send(client, accept)
+
+    return again
+
+
+async def _broken(*_args: Any) -> Any:
+    raise RuntimeError("a bug")
+
+
+async def _never(*_args: Any) -> Any:
+    await asyncio.Event().wait()
+
+
+@dataclass(frozen=True)
+class Case:
+    """A request that brings a code about, and what the app answering it needs."""
+
+    send: Send
+    settings: dict[str, Any] = field(default_factory=dict)
+    execute: Any = None
+    empty: bool = False  # on an empty database instead of the synthetic data's
+    started: bool = True  # the app's lifespan run (its release read)
+
+
+HASH = {"persistedQuery": {"version": 1, "sha256Hash": "ab" * 32}}
+AWAY = "postgresql+asyncpg://postgres@127.0.0.1:9/none"
+# (code, the row's status) -> the case that brings it about.
+CASES: dict[tuple[str, str], Case] = {
+    ("BAD_REQUEST", "400"): Case(
+        _request("POST", "/graphql", content=b"{", headers={"content-type": JSON})
+    ),
+    ("BAD_REQUEST", "200 / 400"): Case(_post({"query": GPUS, "operationName": "Other"})),
+    ("GRAPHQL_PARSE_FAILED", "200 / 400"): Case(_query("{ gpus {")),
+    ("GRAPHQL_VALIDATION_FAILED", "200 / 400"): Case(_query("{ qqq }")),
+    ("BAD_USER_INPUT", "200 / 400"): Case(
+        _query("query ($n: Int!) { configurations(first: $n) { totalCount } }", n="x")
+    ),
+    ("BAD_USER_INPUT", "200"): Case(_query("{ configurations(first: 100000) { totalCount } }")),
+    ("DOCUMENT_TOO_LARGE", "200 / 400"): Case(_query(GPUS), {"max_document_bytes": 10}),
+    ("TOO_MANY_TOKENS", "200 / 400"): Case(_query(GPUS), {"max_tokens": 3}),
+    ("QUERY_TOO_DEEP", "200 / 400"): Case(_query(GPUS), {"max_depth": 1}),
+    ("TOO_MANY_ALIASES", "200 / 400"): Case(_query("{ g: gpus { name } }"), {"max_aliases": 0}),
+    ("TOO_MANY_DIRECTIVES", "200 / 400"): Case(
+        _query("{ gpus @skip(if: false) { name } }"), {"max_directives": 0}
+    ),
+    ("TOO_MANY_FIELDS", "200 / 400"): Case(_query(GPUS), {"max_fields": 1}),
+    ("TOO_MANY_FIELD_MERGES", "200 / 400"): Case(
+        _query("{ gpus { name } gpus { name } }"), {"max_field_merges": 0}
+    ),
+    ("QUERY_TOO_COMPLEX", "200 / 400"): Case(_query(GPUS), {"max_cost": 1}),
+    ("PERSISTED_QUERY_NOT_FOUND", "200 / 400"): Case(_post({"extensions": HASH})),
+    ("PERSISTED_QUERY_NOT_SUPPORTED", "200 / 400"): Case(
+        _post({"extensions": HASH}), {"persisted_queries": 0}
+    ),
+    ("BATCHING_DISABLED", "400"): Case(_post([{"query": GPUS}])),
+    ("BATCH_TOO_LARGE", "400"): Case(_post([{"query": GPUS}] * 2), {"batch_max": 1}),
+    ("METHOD_NOT_ALLOWED", "405"): Case(_request("PUT", "/graphql")),
+    ("BODY_TOO_LARGE", "413, 414, 431"): Case(_query(GPUS), {"max_body_bytes": 10}),
+    ("URL_TOO_LONG", "413, 414, 431"): Case(
+        _request("GET", "/graphql", params={"query": GPUS + " " * 100}), {"max_url_bytes": 64}
+    ),
+    ("HEADERS_TOO_LARGE", "413, 414, 431"): Case(
+        _request("GET", "/healthz", headers={f"x-{n}": "1" for n in range(8)}), {"max_headers": 8}
+    ),
+    ("UNSUPPORTED_MEDIA_TYPE", "415"): Case(
+        _request("POST", "/graphql", content=GPUS, headers={"content-type": "text/plain"})
+    ),
+    ("NOT_FOUND", "404"): Case(_request("GET", "/nowhere")),
+    ("THROTTLED", "429"): Case(
+        _twice(_query(GPUS)),
+        {"rate_limit": True, "rate_limit_capacity": 1, "rate_limit_restore_rate": 1e-9},
+    ),
+    ("NO_DATA", "200"): Case(_query("{ models { slug } }"), empty=True),
+    ("DATABASE_UNAVAILABLE", "503"): Case(_query(GPUS), {"database_url": AWAY}, started=False),
+    ("STARTING", "503"): Case(_request("GET", "/readyz"), started=False),
+    ("REQUEST_TIMEOUT", "504"): Case(_query(GPUS), {"request_timeout_seconds": 0.05}, _never),
+    ("INTERNAL", "500"): Case(_query(GPUS), execute=_broken),
+}
+
+
+def _readme_rows() -> list[tuple[str, str, int]]:
+    """The table's (code, status, the code's place in the row), one for each code of a row."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| code | status | when |", 1)[1].split("\n\n", 1)[0]
+    return [
+        (code, status.strip(), place)
+        for codes, status in re.findall(
+            r"^\| (`[A-Z_]+`(?:, `[A-Z_]+`)*) \| ([^|]+) \|", table, re.M
+        )
+        for place, code in enumerate(re.findall(r"`([A-Z_]+)`", codes))
+    ]
+
+
+ROWS = _readme_rows()
+
+
+def test_every_row_of_the_table_is_checked() -> None:
+    assert sorted((code, status) for code, status, _ in ROWS) == sorted(CASES)
+
+
+def _expected(status: str, place: int) -> tuple[int, int]:
+    """(the status for application/json, for application/graphql-response+json)."""
+    if status == "200 / 400":
+        return 200, 400
+    one = int(status.split(", ")[place] if "," in status else status)
+    return one, one
+
+
+def _code(body: Any) -> str:
+    if "errors" in body:
+        return str(body["errors"][0]["extensions"]["code"])
+    return str(body["error"]["code"] if "error" in body else body["code"])
+
+
+@pytest.mark.parametrize(("code", "status", "place"), ROWS, ids=[f"{r[0]}-{r[1]}" for r in ROWS])
+async def test_the_readme_table_row_by_row(
+    synthetic_db, settings, tmp_path, code: str, status: str, place: int
+) -> None:
+    case = CASES[(code, status)]
+    empty = {"database_url": f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"} if case.empty else {}
+    update = {"release_poll_seconds": 0, **empty, **case.settings}
+    updated = settings.model_copy(update=update)
+    app = create_app(updated, execute=case.execute)
+    transport = httpx.ASGITransport(app=app)
+    answers = []
+    async with contextlib.AsyncExitStack() as stack:
+        if case.started:
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(transport=transport, base_url="http://test")
+        )
+        for accept in (JSON, GQL):
+            response = await case.send(client, accept)
+            answers.append((response.status_code, _code(response.json()), response.json()))
+    if not case.started:  # started and stopped now, what the requests opened is closed
+        with contextlib.suppress(OSError):  # (the database out of reach: nothing was opened)
+            async with app.router.lifespan_context(app):
+                pass
+    assert [(found, found_code) for found, found_code, _ in answers] == [
+        (expected, code) for expected in _expected(status, place)
+    ]
+    if status == "200 / 400":  # the legacy client's `data: null`; none for the others
+        assert [("data" in body, body.get("data")) for *_, body in answers] == [
+            (True, None),
+            (False, None),
+        ]

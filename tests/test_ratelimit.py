@@ -152,7 +152,7 @@ async def test_a_hit_the_bucket_cannot_pay_for_is_429(synthetic_db, settings) ->
 
 
 async def test_each_client_has_its_own_bucket(synthetic_db, settings) -> None:
-    async with serve(settings, **limited(5, api_keys="k1")) as client:
+    async with serve(settings, **limited(5, api_keys=["k1"])) as client:
         by_address = await client.post("/graphql", json={"query": GPUS})
         by_key = await client.post("/graphql", json={"query": GPUS}, headers={"x-api-key": "k1"})
         invented = await client.post("/graphql", json={"query": GPUS}, headers={"x-api-key": "k2"})
@@ -182,7 +182,7 @@ async def test_get_answers_are_charged_too(synthetic_db, settings) -> None:
 async def test_buckets_are_shared_through_redis(synthetic_db, settings) -> None:
     """Two processes (two apps) with the buckets in Redis: one client, one bucket."""
     key = uuid.uuid4().hex  # a bucket no earlier run can have used
-    extra = limited(100, api_keys=key, rate_limit_store="redis")
+    extra = limited(100, api_keys=[key], cache="redis")
     headers = {"x-api-key": key}
     async with serve(settings, **extra) as first:
         one = await first.post("/graphql", json={"query": GPUS}, headers=headers)
@@ -192,7 +192,7 @@ async def test_buckets_are_shared_through_redis(synthetic_db, settings) -> None:
 
 
 async def test_without_redis_the_buckets_stay_in_the_process(synthetic_db, settings) -> None:
-    extra = limited(100, rate_limit_store="redis", redis_url="redis://127.0.0.1:9/0")
+    extra = limited(100, cache="redis", redis_url="redis://127.0.0.1:9/0")
     async with serve(settings, **extra) as client:
         one = await client.post("/graphql", json={"query": GPUS})
         two = await client.post("/graphql", json={"query": GPUS})

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.conftest import LLM_ROW_KEYS, SEED, SNAPSHOT
 
 pytestmark = [pytest.mark.anyio, pytest.mark.realdata]

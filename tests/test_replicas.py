@@ -55,7 +55,7 @@ import pytest
 from graphql.utilities import strip_ignored_characters
 from sqlalchemy.engine import make_url
 
-from graph.server.operations import MODEL_PAGE as DOCUMENTED
+from graph.server.documents import MODEL_PAGE as DOCUMENTED
 
 pytestmark = pytest.mark.replicas
 
@@ -391,13 +391,12 @@ def topology() -> Iterator[Topology]:
             LEADGREEN_CACHE="redis",
             LEADGREEN_REDIS_URL=f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_db}",
             LEADGREEN_RATE_LIMIT="true",
-            LEADGREEN_RATE_LIMIT_STORE="auto",
-            LEADGREEN_RATE_LIMIT_CAPACITY=str(CAPACITY),
-            LEADGREEN_RATE_LIMIT_RESTORE_RATE=str(RESTORE_RATE),
-            # Queries pay their cost only: the fee for reading a new document is paid to each
-            # process that reads it (tests/test_adversarial_validation.py), which would make
-            # the shared bucket's levels depend on which replica saw a document first.
-            LEADGREEN_RATE_LIMIT_BYTE_COST="0",
+            # A small bucket; queries pay their cost only: the fee for reading a new document
+            # is paid to each process that reads it (tests/test_adversarial_validation.py),
+            # which would make the shared bucket's levels depend on which replica saw a
+            # document first.
+            LEADGREEN_LIMITS=f"standard,rate_limit_capacity={CAPACITY},"
+            f"rate_limit_restore_rate={RESTORE_RATE},rate_limit_byte_cost=0",
             LEADGREEN_API_KEYS=",".join(API_KEYS),
             LEADGREEN_RELEASE_POLL_SECONDS=str(POLL_SECONDS),
             LEADGREEN_HTTP_MAX_AGE=str(HTTP_MAX_AGE),

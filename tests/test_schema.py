@@ -6,7 +6,7 @@ import pytest
 from graphql import GraphQLInputObjectType, GraphQLObjectType
 from sqlalchemy import event
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests import synthetic
 from tests.conftest import ROOT, make_execute
 from tests.conftest import SCHEMA as schema

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from graph.server.operations import MODEL_PAGE
+from graph.server.documents import MODEL_PAGE
 from tests.live import free_port, stop
 
 pytestmark = pytest.mark.soak

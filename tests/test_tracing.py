@@ -79,13 +79,13 @@ async def test_off_by_default(synthetic_db, settings, monkeypatch) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     async with serve(settings) as client:
-        assert client.app.edge.tracing is None  # type: ignore[attr-defined]
+        assert client.app.state.tracing is None  # type: ignore[attr-defined]
 
 
 async def test_an_otlp_endpoint_turns_it_on(synthetic_db, settings, monkeypatch, spans) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     async with serve(settings) as client:
-        assert client.app.edge.tracing is not None  # type: ignore[attr-defined]
+        assert client.app.state.tracing is not None  # type: ignore[attr-defined]
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     async with serve(settings) as client:
-        assert client.app.edge.tracing is None  # type: ignore[attr-defined]
+        assert client.app.state.tracing is None  # type: ignore[attr-defined]

@@ -220,7 +220,7 @@ FirstArgument = Annotated[
     int | None,
     strawberry.argument(
         description="Page size; the server's default when not given, at most its maximum "
-        "(LEADGREEN_DEFAULT_PAGE_SIZE and LEADGREEN_MAX_PAGE_SIZE)."
+        "(`default_page_size` and `max_page_size` of LEADGREEN_LIMITS)."
     ),
 ]
 AfterArgument = Annotated[

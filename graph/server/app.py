@@ -1,86 +1,50 @@
-"""The ASGI app: GraphQL (and GraphiQL) at /graphql with a response cache, /healthz, /readyz,
-the documents, /metrics; CORS, request ids, logs and metrics at its edge; every error JSON."""
+"""The ASGI app: a Starlette app whose first middleware is the edge (graph/server/edge.py:
+request ids, CORS, limits, the time limit, logs, metrics, tracing, every error JSON) and whose
+routes are GraphQL (and GraphiQL) at /graphql with a response cache, / (where things are),
+/healthz, /readyz, the documents and /metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
+import html
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from sqlalchemy.engine import make_url
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from db.engine import create_engine, create_tables, normalize_url, sessionmaker
 from graph.caches import Budget
 from graph.errors import Code
 from graph.schema import build_schema
 from graph.schema.catalogs import Catalogs
-from graph.server.cors import Cors
-from graph.server.document_routes import document_routes
+from graph.server import execute as run
+from graph.server.documents import document_routes
 from graph.server.edge import Edge
-from graph.server.faults import JSONErrors, http_error
 from graph.server.graphiql import GraphiQL
-from graph.server.handler import GraphQLHandler
-from graph.server.logs import RequestLog, quiet_expected_errors
-from graph.server.metrics import Metrics
-from graph.server.persisted import PersistedQueries
+from graph.server.handler import Execute, GraphQLHandler
+from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_expected_errors
+from graph.server.protocol import Reader, negotiate
 from graph.server.ratelimit import RateLimiter
 from graph.server.release import ReleaseWatcher, read_current
-from graph.server.request import Reader
-from graph.server.response_cache import connect_redis, make_cache
-from graph.server.shield import Shield
-from graph.server.tracing import Tracing, make_tracing
+from graph.server.response_cache import (
+    REDIS_TTL_SECONDS,
+    PersistedQueries,
+    connect_redis,
+    make_cache,
+)
+from graph.server.responses import choose, compress, http_error
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
-
-
-class LeadGreen(Starlette):
-    """Starlette, with /graphql handed to its handler ahead of routing and middleware.
-
-    /graphql is the hot path: a cached answer should cost what a precomputed response costs.
-    The handler answers its own errors. Every HTTP request passes the edge first (request id,
-    CORS, the request log, metrics, tracing: graph/server/edge.py).
-    """
-
-    def __init__(
-        self,
-        graphql: ASGIApp,
-        *,
-        cors: Cors,
-        log: RequestLog | None = None,
-        metrics: Metrics | None = None,
-        tracing: Tracing | None = None,
-        settings: Settings | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.graphql = graphql
-        # The HTTP limits and security headers on every request (graph/server/shield.py).
-        settings = settings or Settings.model_construct()
-        self.edge = Edge(
-            Shield(graphql, settings, graphql=True),
-            Shield(super().__call__, settings, graphql=False),
-            cors,
-            log,
-            metrics,
-            tracing,
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            await self.edge(scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
 
 
 def served_app() -> Starlette:
@@ -89,10 +53,19 @@ def served_app() -> Starlette:
     return create_app(freeze_startup=True)
 
 
-def create_app(settings: Settings | None = None, *, freeze_startup: bool = False) -> Starlette:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    freeze_startup: bool = False,
+    execute: Execute | None = None,
+) -> Starlette:
     """The ASGI app. With `freeze_startup`, what the start built (modules, the schema, the
     catalog) is moved out of reach of the collector's full passes, whose pauses would set the
-    p99; one process per app only (`gc.freeze` is process-wide)."""
+    p99; one process per app only (`gc.freeze` is process-wide). `execute` runs a request
+    through the schema instead of graph/server/execute.py (tests give their own).
+
+    `app.state` holds the parts a test or a benchmark looks into: `graphql` (the /graphql
+    handler), `schema`, `request_log`, `metrics` and `tracing`."""
     settings = settings or Settings()
     engine = create_engine(
         settings.database_url,
@@ -106,14 +79,9 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     budget = Budget(settings.cache_max_bytes)
     schema = build_schema(settings)
     catalogs = Catalogs(budget.catalogs)
-    shared_buckets = settings.rate_limit and (
-        settings.rate_limit_store == "redis"
-        or (settings.rate_limit_store == "auto" and settings.cache == "redis")
-    )
-    redis = (
-        connect_redis(settings.redis_url) if settings.cache == "redis" or shared_buckets else None
-    )
-    cache = make_cache(settings, budget.answers, redis if settings.cache == "redis" else None)
+    # With several processes sharing Redis, the rate-limit buckets are there too.
+    redis = connect_redis(settings.redis_url) if settings.cache == "redis" else None
+    cache = make_cache(settings, budget.answers, redis)
     graphiql = GraphiQL.load() if settings.graphiql else None
     # Answers of a release no longer served cannot be asked for again: free them.
     # A new release is served once its catalog is read (and the first before /readyz says so).
@@ -123,24 +91,22 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         on_change=cache.forget_local,
         prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
-    graphql: ASGIApp = GraphQLHandler(
+    limiter = RateLimiter(settings, redis) if settings.rate_limit else None
+    graphql = GraphQLHandler(
         settings,
-        make_session,
-        schema=schema,
-        catalogs=catalogs,
+        execute=execute
+        or functools.partial(run.execute, schema, settings, make_session, catalogs, limiter),
         cache=cache,
         release=release,
         persisted=PersistedQueries(
             settings.persisted_queries,
-            redis if settings.cache == "redis" else None,
-            settings.redis_ttl_seconds,
+            redis,
+            REDIS_TTL_SECONDS,
             budget.persisted,
             settings.max_document_bytes,
         ),
         reader=Reader(budget.requests),
-        limiter=RateLimiter(settings, redis if shared_buckets else None)
-        if settings.rate_limit
-        else None,
+        limiter=limiter,
         graphiql=graphiql,
     )
     metrics = Metrics(release) if settings.metrics else None
@@ -224,28 +190,95 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 await redis.aclose()
             await engine.dispose()
 
-    return LeadGreen(
-        graphql,
-        settings=settings,
-        cors=Cors(settings.cors_origins),
-        log=request_log,
-        metrics=metrics,
-        tracing=tracing,
+    app = Starlette(
         routes=[
+            Route("/graphql", graphql, name="graphql"),  # first: the hot path's match
+            Route("/", home(settings), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
             *(graphiql.routes() if graphiql is not None else []),
-            *([Route("/metrics", metrics.endpoint, methods=["GET"])] if metrics else []),
+            *([Route("/metrics", metrics_endpoint(metrics), methods=["GET"])] if metrics else []),
         ],
-        middleware=[Middleware(JSONErrors, timeout=settings.request_timeout_seconds)],
+        middleware=[
+            Middleware(Edge, settings=settings, log=request_log, metrics=metrics, tracing=tracing)
+        ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
+    app.state.graphql, app.state.schema = graphql, schema
+    app.state.request_log, app.state.metrics, app.state.tracing = request_log, metrics, tracing
+    return app
 
 
 READY_TIMEOUT_SECONDS = 5.0
 HEALTH_READ_SECONDS = 1.0
+
+
+def home(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
+    """GET /: where things are, as JSON for a client and as a small page for a browser."""
+
+    def places(root: str) -> dict[str, str]:
+        graphql = "GraphQL over HTTP: POST a JSON body, or GET with ?query="
+        found = {
+            f"{root}/graphql": graphql + ("; GraphiQL for a browser" if settings.graphiql else ""),
+            f"{root}/api/v1/index.json": "the v1 documents: the index, and each model's page at "
+            "/api/v1/models/{slug}.json",
+            f"{root}/data/index.json": "each release's upstream files, byte for byte "
+            "(/data/tasks/..., /data/models/...); ?release=N for an older one",
+            f"{root}/healthz": "is the process alive",
+            f"{root}/readyz": "is it ready: the database answers and a release is read",
+        }
+        if settings.metrics:
+            found[f"{root}/metrics"] = "Prometheus metrics"
+        return found
+
+    async def endpoint(request: Request) -> Response:
+        root = request.scope.get("root_path", "")
+        found = places(root)
+        accept = request.headers.get("accept", "").encode("latin-1")
+        headers = {"cache-control": "no-cache", "vary": "accept"}
+        if accept and negotiate(accept).html:
+            return HTMLResponse(_home_page(found), headers=headers)
+        return JSONResponse({**HOME, "endpoints": found}, headers=headers)
+
+    return endpoint
+
+
+HOME = {
+    "name": "LeadGreen",
+    "about": "A GraphQL API over the ML.ENERGY Leaderboard's measured energy of LLM inference",
+    "documentation": "The schema describes every type and field (GraphiQL's Docs, or "
+    "introspection); the guide is the project's docs/ (README.md first)",
+}
+
+
+def _home_page(places: dict[str, str]) -> str:
+    items = "".join(
+        f'<li><a href="{html.escape(path)}"><code>{html.escape(path)}</code></a>: '
+        f"{html.escape(about)}</li>"
+        for path, about in places.items()
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>LeadGreen</title>'
+        f"</head><body><h1>LeadGreen</h1><p>{html.escape(HOME['about'])}.</p><ul>{items}</ul>"
+        f"<p>{html.escape(HOME['documentation'])}.</p></body></html>"
+    )
+
+
+def metrics_endpoint(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """GET /metrics: Prometheus's text format, compressed for a client that accepts it."""
+
+    async def endpoint(request: Request) -> Response:
+        body, media_type = await metrics.exposition()
+        headers = {"cache-control": "no-store", "vary": "accept-encoding"}
+        coding = choose(request.headers.get("accept-encoding", "").encode("latin-1"))
+        if coding is not None:
+            body = compress(body, coding, kept=False)
+            headers["content-encoding"] = coding.decode()
+        return Response(body, headers=headers, media_type=media_type)
+
+    return endpoint
 
 
 def _not_ready(reason: str, code: Code = Code.DATABASE_UNAVAILABLE) -> Response:

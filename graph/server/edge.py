@@ -1,49 +1,111 @@
-"""Where every HTTP request enters and leaves: its request id, its CORS headers (and the
-preflights), its request log line and metrics, and its trace span when tracing is on.
+"""Where every HTTP request enters and leaves: the app's first middleware. Each request gets
+its request id and CORS headers (preflights are answered here), is refused past the limits of
+its URL and header fields, is answered within its time limit, and gets a JSON answer for
+whatever fails; HEAD is answered as GET; every response carries the security headers; the
+request's log line, metrics and trace span are made here.
 
-Plain ASGI, as the /graphql handler is: a request pays for one pass over its headers, a note in
-a context variable and its log line and tallies. /graphql's responses get the request's headers
-from graph/server/respond.py (no wrapper around `send` on the hot path); every other route's
-through a wrapper.
+Ordinary ASGI middleware inside Starlette's stack (ServerErrorMiddleware, then what a user adds
+with `app.add_middleware`, then the edge, then Starlette's exception handling and the routes,
+/graphql first), so that what a user adds sees every route. A request pays for one pass over
+its headers, a note in a context variable, one timer, and its log line and tallies. /graphql's
+responses get the request's headers from graph/server/responses.py (no wrapper around `send`
+on the hot path); every other route's through a wrapper. The edge knows one thing of the
+routes: where GraphQL is, whose refusals and errors are GraphQL's (in the media type the client
+asked for), the others' `{"error": {"code", "message"}}`.
+
+- **CORS**, for a public, read-only API without credentials: any origin by default, or the
+  origins LEADGREEN_CORS_ORIGINS lists (none: no CORS header at all). With any origin every
+  response carries the same two headers, made once (no `Vary: Origin`, so a cache may share
+  them); with a list, a listed origin is echoed and every response says `Vary: Origin`.
+  Browsers may keep a preflight's answer for a day (Access-Control-Max-Age).
+- **Limits** (`HeadLimits`, the one check of each): a URL past its limit is 414 URL_TOO_LONG;
+  more header fields than the limit, or more bytes in them, is 431 HEADERS_TOO_LARGE (the
+  limits profile's `max_url_bytes`, `max_headers`, `max_header_bytes`). `leadgreen serve`
+  applies them sooner, while reading the request (`BoundedHttp`, below); the edge applies them
+  to the ASGI scope, for any server.
+- **The time limit** (LEADGREEN_REQUEST_TIMEOUT_SECONDS): the whole request, from reading its
+  body to sending, is stopped past it and answered 504 REQUEST_TIMEOUT; the database away is
+  503 DATABASE_UNAVAILABLE with Retry-After; anything else 500 INTERNAL with the request id
+  that the log's traceback has. No stack trace, SQL or path reaches the client.
+- Every response says `X-Content-Type-Options: nosniff` (a JSON answer is never run as a
+  script), `Referrer-Policy: no-referrer`, and may not be framed by another site
+  (`X-Frame-Options: DENY`, CSP `frame-ancestors 'none'`: GraphiQL is the one page, and it
+  runs queries).
+- **The request head off the wire** (`BoundedHttp`): uvicorn's httptools protocol reads a
+  request's line and headers whole, however long (a 30 MB header was read and answered), and
+  refuses what httptools cannot parse (a URL over 64 KB, say) with a plain-text 400.
+  `BoundedHttp` is that protocol (its internals: graph/internals.py;
+  tests/test_adversarial_http.py checks it against a live server) with the head bounded while
+  it is read (414 or 431 at once, at most one read of the socket past the limit held), and
+  every refusal of its own JSON with a code, as the app's are (400 BAD_REQUEST for a request
+  that is not HTTP/1.1).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import logging
+import os
+import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from graph.server.cors import Cors
-from graph.server.logs import RequestLog
-from graph.server.metrics import Metrics, route_of
-from graph.server.observe import NOTE, Note, Noting, RequestIds
+from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
+from graph.internals import HttpToolsReader
+from graph.server.observability import (
+    NOTE,
+    Header,
+    Metrics,
+    Note,
+    Noting,
+    RequestLog,
+    request_id,
+    route_of,
+)
+from graph.server.protocol import AS_JSON, error_body, negotiate
+from graph.server.responses import SECURITY_HEADERS, error_response, uncached
+from graph.settings import Settings
 
 if TYPE_CHECKING:
-    from graph.server.tracing import Tracing
+    from graph.server.observability import Tracing
+
+log = logging.getLogger("leadgreen")
+Headers = tuple[Header, ...]
+RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in a second
 
 
 class Edge:
-    """Wraps the app: `graphql` answers /graphql, `app` everything else."""
+    """The app's first middleware (see the module); `graphql` is where GraphQL is served."""
 
     def __init__(
         self,
-        graphql: ASGIApp,
-        app: Callable[[Scope, Receive, Send], Awaitable[None]],
-        cors: Cors,
+        app: ASGIApp,
+        *,
+        settings: Settings,
         log: RequestLog | None = None,
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
+        graphql: str = "/graphql",
     ) -> None:
-        self.graphql, self.app, self.cors = graphql, app, cors
+        self.app, self.graphql = app, graphql
+        self.cors, self.limits = Cors(settings.cors_origins), HeadLimits(settings)
+        self.timeout = settings.request_timeout_seconds
+        self.deadlines = Deadlines(self.timeout)
         self.log, self.metrics, self.tracing = log, metrics, tracing
         self.ids = RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         started = time.perf_counter()
         given = origin = None
+        size = 0
         for name, value in scope["headers"]:
+            size += len(name) + len(value)
             if name == b"x-request-id":
                 given = value
             elif name == b"origin":
@@ -52,40 +114,86 @@ class Edge:
         cors = self.cors.simple if self.cors.any else self.cors.headers(origin)
         note = Note(request_id, ((b"x-request-id", request_id), *cors))
         token = NOTE.set(note)
-        path = route = scope["path"]
+        path = scope["path"]
+        graphql = path == self.graphql or path == scope.get("root_path", "") + self.graphql
         try:
-            if path == "/graphql" and scope["method"] != "OPTIONS" and self.tracing is None:
-                await self.graphql(scope, receive, send)  # the hot path
+            if self.tracing is None:
+                await self.enter(scope, receive, send, note, origin, size, graphql)
             else:
-                rooted = scope.get("root_path", "") + "/graphql"
-                route = "/graphql" if path in ("/graphql", rooted) else route_of(path)
-                await self.other(scope, receive, send, note, origin, route == "/graphql")
+                entering = self.enter(scope, receive, send, note, origin, size, graphql)
+                await self.tracing.request(scope, note, entering)
         finally:
             NOTE.reset(token)
             if self.log is not None:  # the request log, and the metrics it feeds
+                route = "/graphql" if graphql else route_of(path)
                 self.log.add(note, scope["method"], path, route, started)
 
-    async def other(
+    async def enter(
         self,
         scope: Scope,
         receive: Receive,
         send: Send,
         note: Note,
         origin: bytes | None,
+        size: int,
         graphql: bool,
     ) -> None:
-        """Answer any other request: a preflight, a route, or /graphql when traced."""
-        answering: Awaitable[None]
-        if scope["method"] == "OPTIONS" and origin is not None and _asks(scope):
-            answering = self.preflight(send, note, origin, _asked(scope))
-        elif graphql:
-            answering = self.graphql(scope, receive, send)
+        """Refuse the request, answer its preflight, or hand it to the app within its time
+        limit, answering what fails."""
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        past = self.limits.past(
+            len(raw_path) + len(scope["query_string"]), len(scope["headers"]), size
+        )
+        method = scope["method"]
+        if past is None and method == "OPTIONS" and origin is not None and _asks(scope):
+            await self.preflight(send, note, origin, _asked(scope))
+            return
+        if not graphql:  # (/graphql's answers carry them: graph/server/responses.py)
+            send = Noting(send, note, SECURITY_HEADERS)
+        if past is not None:
+            await self.refuse(scope, receive, send, graphql, *past)
+            return
+        if method == "HEAD":
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
+        task = self.deadlines.start()
+        try:
+            await self.app(scope, receive, send)
+        except BaseException as exc:
+            timed_out = self.deadlines.stop(task, exc)
+            if not isinstance(exc, Exception) and not timed_out:
+                raise
+            status, code, message, extensions, headers = fault(exc, timed_out, self.timeout)
+            if not note.status:  # (once the response has started, nothing more can be said)
+                await self.refuse(
+                    scope, receive, send, graphql, status, code, message, headers, extensions
+                )
         else:
-            answering = self.app(scope, receive, Noting(send, note))
-        if self.tracing is not None:
-            await self.tracing.request(scope, note, answering)
-        else:
-            await answering
+            self.deadlines.stop(task, None)
+
+    async def refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        graphql: bool,
+        status: int,
+        code: Code,
+        message: str,
+        headers: Headers = (),
+        extensions: dict[str, str] | None = None,
+    ) -> None:
+        """A JSON refusal in the route's own shape: GraphQL's errors, in the media type the
+        client asked for, or the documents'."""
+        extensions = extensions or {}
+        if graphql:
+            accept = next((v for n, v in scope["headers"] if n == b"accept"), b"")
+            media = negotiate(accept) if accept else AS_JSON
+            body = error_body(message, code, **extensions)
+            await uncached(send, status, body, media.content_type, headers)
+            return
+        extra = {name.decode(): value.decode() for name, value in headers}
+        response = error_response(status, str(code), message, extra, **extensions)
+        await response(scope, receive, send)
 
     async def preflight(
         self, send: Send, note: Note, origin: bytes, asked: dict[bytes, bytes]
@@ -96,9 +204,340 @@ class Edge:
         await send({"type": "http.response.body", "body": b""})
 
 
+class Deadlines:
+    """Every request's time limit, kept by one timer for all of them (a timer per request,
+    `asyncio.timeout`'s, would cost a cached answer a sixth of its time): a request still
+    running `seconds` after it started is cancelled at the timer's next tick, at most `tick`
+    seconds later. As `asyncio.timeout` does, the cancellation is told from any other, and
+    taken back once seen."""
+
+    def __init__(self, seconds: float, tick: float = 0.05) -> None:
+        self.seconds, self.tick = seconds, min(tick, seconds)
+        self.running: dict[asyncio.Task[Any], float] = {}  # each request's task: its deadline
+        self.cancelled: set[asyncio.Task[Any]] = set()  # those cancelled for passing it
+        self.timer: asyncio.TimerHandle | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> asyncio.Task[Any]:
+        """The current request's task, its deadline kept."""
+        task = asyncio.current_task()
+        assert task is not None
+        loop = task.get_loop()
+        now = loop.time()
+        self.running[task] = now + self.seconds
+        if self.timer is None or self.loop is not loop:  # (a test may run apps on new loops)
+            self.loop, self.timer = loop, loop.call_at(now + self.tick, self._check)
+        return task
+
+    def stop(self, task: asyncio.Task[Any], exc: BaseException | None) -> bool:
+        """Forget the request's deadline; whether it ended for passing it (`exc`, the
+        cancellation, is then the time limit's, not another's)."""
+        self.running.pop(task, None)
+        if task not in self.cancelled:
+            return False
+        self.cancelled.discard(task)
+        # The cancellation is taken back; the request ends for its time limit unless another
+        # cancellation is pending.
+        return task.uncancel() == 0 and isinstance(exc, asyncio.CancelledError)
+
+    def _check(self) -> None:
+        assert self.loop is not None
+        now = self.loop.time()
+        for task, deadline in list(self.running.items()):
+            if deadline <= now:
+                del self.running[task]
+                self.cancelled.add(task)
+                task.cancel()
+        self.timer = self.loop.call_at(now + self.tick, self._check) if self.running else None
+
+
+def fault(
+    exc: BaseException, timed_out: bool, timeout: float
+) -> tuple[int, Code, str, dict[str, str], Headers]:
+    """What a request that raised `exc` is answered (status, code, message, the error's other
+    fields, headers): 504 past its time limit, 503 for the database, 500 for a bug; logged."""
+    if timed_out:
+        log.info("a request took longer than %gs and was stopped", timeout)
+        message = f"The request took longer than the limit of {timeout:g} s."
+        return 504, Code.REQUEST_TIMEOUT, message, {}, ()
+    if database_fault(exc) is not None:
+        log.warning("the database failed a request: %r", exc)
+        return 503, Code.DATABASE_UNAVAILABLE, UNAVAILABLE_MESSAGE, {}, RETRY_SOON
+    failed = request_id()  # the one in the X-Request-Id header
+    log.error("request %s failed", failed, exc_info=exc)
+    message = str(internal_error(failed)["message"])
+    return 500, Code.INTERNAL, message, {"requestId": failed}, ()
+
+
 def _asks(scope: Scope) -> bool:
     return any(name == b"access-control-request-method" for name, _ in scope["headers"])
 
 
 def _asked(scope: Scope) -> dict[bytes, bytes]:
     return {n: v for n, v in scope["headers"] if n.startswith(b"access-control-request-")}
+
+
+# --- Limits ----------------------------------------------------------------------------------
+
+
+class Past(NamedTuple):
+    """A limit passed: the refusal's status, code and message."""
+
+    status: int
+    code: Code
+    message: str
+
+
+class HeadLimits:
+    """The limits of a request's head, and the refusal past each (see the module)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.max_url, self.max_fields = settings.max_url_bytes, settings.max_headers
+        self.max_header_bytes = settings.max_header_bytes
+
+    def past(self, url: int, fields: int, header_bytes: int) -> Past | None:
+        """The limit a head of `url` bytes and `fields` header fields of `header_bytes` passes
+        (the fields' first), or None."""
+        if (
+            url <= self.max_url
+            and fields <= self.max_fields
+            and header_bytes <= self.max_header_bytes
+        ):
+            return None
+        return self.fields(fields) or self.header_bytes(header_bytes) or self.url(url)
+
+    def url(self, size: int) -> Past | None:
+        if size <= self.max_url:
+            return None
+        message = (
+            f"The URL is longer than the limit of {self.max_url} bytes; send the request with "
+            "POST, or as a persisted query."
+        )
+        return Past(414, Code.URL_TOO_LONG, message)
+
+    def fields(self, count: int) -> Past | None:
+        if count <= self.max_fields:
+            return None
+        message = f"The request has more than the limit of {self.max_fields} header fields."
+        return Past(431, Code.HEADERS_TOO_LARGE, message)
+
+    def header_bytes(self, size: int) -> Past | None:
+        if size <= self.max_header_bytes:
+            return None
+        message = (
+            f"The request's header fields hold more than the limit of {self.max_header_bytes} "
+            "bytes."
+        )
+        return Past(431, Code.HEADERS_TOO_LARGE, message)
+
+
+def _without_body(send: Send) -> Send:
+    """`send` for HEAD: the response's status and headers (its Content-Length too), no body."""
+    sent = False
+
+    async def sending(message: Message) -> None:
+        nonlocal sent
+        if message["type"] == "http.response.body":
+            if sent:
+                return
+            sent, message = True, {"type": "http.response.body", "body": b""}
+        await send(message)
+
+    return sending
+
+
+# --- Request ids ----------------------------------------------------------------------------
+
+# A request id a client may choose (X-Request-Id): short, and safe in any log or header.
+_SANE_ID = re.compile(rb"[A-Za-z0-9._-]{1,128}")
+
+
+class RequestIds:
+    """Request ids: the client's X-Request-Id when it is sane (at most 128 characters of
+    A-Z a-z 0-9 . _ -), else this process's random prefix and a counter (cheap, and unique
+    across processes)."""
+
+    def __init__(self) -> None:
+        self.prefix = os.urandom(6).hex().encode()
+        self.count = itertools.count(1)
+
+    def __call__(self, given: bytes | None = None) -> bytes:
+        if given is not None and _SANE_ID.fullmatch(given):
+            return given
+        return b"%s-%x" % (self.prefix, next(self.count))
+
+
+# --- CORS -----------------------------------------------------------------------------------
+
+ALLOW_ORIGIN = b"access-control-allow-origin"
+# What a script may read besides the safelisted headers: the validators and the cache's word,
+# how long to wait when throttled (graph/server/ratelimit.py sends Retry-After), the request id.
+EXPOSED = (
+    b"access-control-expose-headers",
+    b"ETag, Retry-After, X-Request-Id, X-Cache, Content-Encoding",
+)
+METHODS = (b"access-control-allow-methods", b"GET, HEAD, POST")
+VARY_ORIGIN = (b"vary", b"origin")
+MAX_AGE_SECONDS = 86_400
+# Header names a preflight may ask for (tokens, commas and spaces), echoed when they are sane.
+_HEADER_LIST = re.compile(rb"[A-Za-z0-9!#$%&'*+.^_`|~, -]{1,1024}")
+
+
+def normalize(origin: str) -> str:
+    """An origin as browsers send it: lower-case scheme and host, no trailing slash."""
+    return origin.strip().rstrip("/").lower()
+
+
+class Cors:
+    """The CORS headers of a response, by the request's Origin; and preflight answers."""
+
+    def __init__(self, origins: list[str]) -> None:
+        self.any = "*" in origins
+        self.off = not origins
+        self.allowed = frozenset(normalize(o).encode() for o in origins if o != "*")
+        # With any origin, these are the same for every response.
+        self.simple: tuple[Header, ...] = ((ALLOW_ORIGIN, b"*"), EXPOSED) if self.any else ()
+        self.max_age = (b"access-control-max-age", b"%d" % MAX_AGE_SECONDS)
+
+    def headers(self, origin: bytes | None) -> tuple[Header, ...]:
+        """The headers every response to a request from `origin` carries."""
+        if self.any or self.off:
+            return self.simple
+        if origin is not None and origin.lower() in self.allowed:
+            return ((ALLOW_ORIGIN, origin), EXPOSED, VARY_ORIGIN)
+        return (VARY_ORIGIN,)
+
+    def preflight(self, origin: bytes, request: dict[bytes, bytes]) -> list[Header]:
+        """The headers of the answer (204) to a preflight from `origin` asking `request` (its
+        Access-Control-Request-* headers); without grants for an origin not allowed."""
+        vary = b"access-control-request-headers"
+        if not self.any:
+            vary = b"origin, " + vary
+            if self.off or origin.lower() not in self.allowed:
+                return [(b"vary", vary)]
+        headers = [(ALLOW_ORIGIN, b"*" if self.any else origin), METHODS, self.max_age]
+        asked = request.get(b"access-control-request-headers")
+        if asked and _HEADER_LIST.fullmatch(asked):
+            headers.append((b"access-control-allow-headers", asked))
+        if request.get(b"access-control-request-private-network") == b"true":
+            headers.append((b"access-control-allow-private-network", b"true"))
+        headers.append((b"vary", vary))
+        return headers
+
+
+# --- The request head off the wire ----------------------------------------------------------
+
+# What a request line and the header block hold besides the URL and the fields' bytes.
+HEAD_SLACK = 1024
+# After a refusal, what the client still sends is read and dropped for this long (or this
+# many bytes) before the connection is closed.
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 1024 * 1024
+
+
+class Refused(Exception):
+    """Raised in a parser callback: httptools stops, and the refusal is answered."""
+
+
+class BoundedHttp(HttpToolsReader):
+    """uvicorn's httptools protocol with the request head bounded (see the module)."""
+
+    # Read once per process from the environment `leadgreen serve` hands its workers.
+    limits: ClassVar[HeadLimits | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if BoundedHttp.limits is None:
+            BoundedHttp.limits = HeadLimits(Settings())
+        self.head = BoundedHttp.limits
+        self.max_head = self.head.max_url + self.head.max_header_bytes + HEAD_SLACK
+        self.refusal: Past | None = None
+        self._reading_head = True
+        self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
+        self._dropped = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self.refusal is not None:  # answered: what the client still sends is dropped
+            self._dropped += len(data)
+            if self._dropped > LINGER_BYTES:
+                self.transport.close()
+            return
+        if not self.feed(data):  # a client's doing: one line at INFO, as refusals are
+            self.logger.info("refused a request it could not read: %s", self._reason())
+            self.answer_and_close()
+            return
+        if self.refusal is None and self._reading_head:
+            self._head_bytes += len(data)
+            if self._head_bytes > self.max_head:  # a line or a field still being read
+                past = self.head.url(self._url_bytes) or self.head.header_bytes(self._head_bytes)
+                self.refusal = past
+                self.logger.info("refused a request: %s", self._reason())
+                self.answer_and_close()
+
+    def _reason(self) -> str:
+        return f"{self.refusal.status} {self.refusal.code}" if self.refusal else "not HTTP/1.1"
+
+    def _refuse(self, past: Past | None) -> None:
+        if past is not None:
+            self.refusal = past
+            raise Refused
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._reading_head = True
+        self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url_bytes += len(url)
+        self._refuse(self.head.url(self._url_bytes))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._fields += 1
+        self._header_bytes += len(name) + len(value)
+        self._refuse(self.head.fields(self._fields) or self.head.header_bytes(self._header_bytes))
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._reading_head = False
+        super().on_headers_complete()
+
+    def answer_and_close(self) -> None:
+        """The answer to a request httptools cannot read (or one past the limits), as JSON
+        with a code; the connection is closed after it."""
+        if self.refusal is None:
+            self.refusal = Past(
+                400, Code.BAD_REQUEST, "The request is not a valid HTTP/1.1 request."
+            )
+        status, code, message = self.refusal
+        body = error_body(message, code)
+        head = [self.status_line(status)]
+        for name, value in self.server_state.default_headers:
+            head += [name, b": ", value, b"\r\n"]
+        head += [
+            b"content-type: application/json\r\n",
+            b"cache-control: no-store\r\n",
+            *(b"%s: %s\r\n" % header for header in SECURITY_HEADERS),
+            b"content-length: %d\r\n" % len(body),
+            b"connection: close\r\n\r\n",
+            body,
+        ]
+        self.transport.write(b"".join(head))
+        # Closing with the client's bytes unread would reset the connection, and the client
+        # could lose the answer: read (and drop) for a little while first, as nginx does.
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_SECONDS, self.transport.close)
+        else:
+            self.transport.close()
+
+
+def uvicorn_settings(settings: Settings) -> dict[str, Any]:
+    """uvicorn's settings for the HTTP edge of `leadgreen serve`: this protocol, no `server`
+    banner, and X-Forwarded-For believed only from the trusted proxies (none by default)."""
+    return {
+        "http": f"{BoundedHttp.__module__}:{BoundedHttp.__name__}",
+        "server_header": False,
+        "proxy_headers": bool(settings.trusted_proxies),
+        "forwarded_allow_ips": settings.trusted_proxies,
+    }

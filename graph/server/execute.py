@@ -21,10 +21,16 @@ from graph.engine.direct import Direct
 from graph.errors import Code, retry_after_seconds
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
-from graph.server.protocol import FAULT_STATUS, Media, request_error
+from graph.server.protocol import (
+    FAULT_STATUS,
+    GraphQLRequest,
+    Headers,
+    Media,
+    Refusal,
+    request_error,
+)
 from graph.server.ratelimit import RateLimiter
-from graph.server.request import GraphQLRequest, Headers, Refusal
-from graph.server.response_cache import Answer
+from graph.server.responses import Answer
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")

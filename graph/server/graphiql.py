@@ -20,7 +20,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
-from graph.server.compress import choose
+from graph.caches import Bounded
+from graph.server.responses import choose
 
 log = logging.getLogger("leadgreen")
 
@@ -112,7 +113,8 @@ class GraphiQL:
 
     def __init__(self, build: Build | None) -> None:
         self.build = build
-        self._pages: dict[str, bytes] = {}
+        # The page per root path (a server's setting: one or two).
+        self._pages: Bounded[str, bytes] = Bounded(1024 * 1024, len)
 
     @classmethod
     def load(cls, directory: Path | None = None) -> GraphiQL:

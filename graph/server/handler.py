@@ -1,56 +1,76 @@
-"""The /graphql handler: answers from the response cache without touching GraphQL, or executes.
+"""The /graphql endpoint: an answer from the response cache without touching GraphQL, or one
+executed (graph/server/execute.py) and kept.
 
-Plain ASGI on purpose (no Request object, no middleware): a cached answer costs a body read,
-two hashes, a dict lookup and two `send` calls. Every request to /graphql ends here, GraphiQL
-included: each answer or refusal is JSON with an `extensions.code`, in the media type the client
-asked for (graph/server/protocol.py), and nothing unexpected escapes as a bare 500.
+Plain ASGI on purpose (no Request object): a cached answer costs a body read, two hashes, a
+dict lookup and two `send` calls. Every request to /graphql ends here, GraphiQL included: each
+answer or refusal is JSON with an `extensions.code`, in the media type the client asked for
+(graph/server/protocol.py); the edge (graph/server/edge.py) holds the request within its time
+limit and answers whatever fails unexpectedly.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.types import Receive, Scope, Send
-from strawberry import Schema
 from strawberry.types import ExecutionResult
 
 from db.tables import ReleaseRow
 from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault
-from graph.schema.catalogs import Catalogs
 from graph.server import execute as run
-from graph.server.batch import answer_batch
-from graph.server.body import read_json_body
-from graph.server.compress import Coding, choose
 from graph.server.execute import RETRY_SOON, Produced
-from graph.server.faults import failure
-from graph.server.observe import name_operation, noted
-from graph.server.persisted import PersistedQueries
-from graph.server.protocol import AS_JSON, Media, negotiate
+from graph.server.observability import name_operation, noted
+from graph.server.protocol import (
+    AS_JSON,
+    Batch,
+    GraphQLRequest,
+    Media,
+    Reader,
+    Refusal,
+    answer_batch,
+    negotiate,
+    read_json_body,
+)
 from graph.server.ratelimit import RateLimiter, stamp
 from graph.server.release import Current, ReleaseWatcher
-from graph.server.request import Batch, GraphQLRequest, Reader, Refusal
-from graph.server.respond import Responder
-from graph.server.response_cache import Answer, ResponseCache
+from graph.server.response_cache import PersistedQueries, ResponseCache
+from graph.server.responses import Answer, Coding, Responder, choose, uncached
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
-ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/shield.py
+ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/edge.py
 # GraphiQL's page (graph/server/graphiql.py), sent to a browser's GET without a query.
 Page = Callable[[Scope, Send], Awaitable[None]]
+
+
+class Execute(Protocol):
+    """Runs a request's document through the schema (graph/server/execute.py's `execute`, with
+    the schema, settings, sessions, catalogs and rate limiter bound: graph/server/app.py)."""
+
+    def __call__(
+        self,
+        query: str,
+        request: GraphQLRequest,
+        release: ReleaseRow | None,
+        get: bool,
+        client: str,
+    ) -> Awaitable[ExecutionResult]: ...
+
+
+# A shared execution's outcome, for the requests that joined it: its answer, the exception it
+# raised, or None when it was cancelled (each of them then produces its own).
+Outcome = Produced | Exception | None
 
 
 class GraphQLHandler:
     def __init__(
         self,
         settings: Settings,
-        make_session: async_sessionmaker[AsyncSession],
         *,
-        schema: Schema,
-        catalogs: Catalogs,
+        execute: Execute,
         cache: ResponseCache,
         release: ReleaseWatcher,
         persisted: PersistedQueries,
@@ -58,25 +78,14 @@ class GraphQLHandler:
         limiter: RateLimiter | None = None,
         graphiql: Page | None = None,
     ) -> None:
-        self.settings, self.make_session = settings, make_session
-        self.schema, self.catalogs = schema, catalogs
+        self.settings, self.execute = settings, execute
         self.cache, self.release, self.persisted = cache, release, persisted
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
-        self.respond = Responder(settings.http_max_age, settings.gzip_min_bytes)
+        self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
-        self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Produced]] = {}
+        self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Outcome]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # The whole request within its time limit, from reading its body to sending.
-        try:
-            async with asyncio.timeout(self.settings.request_timeout_seconds) as deadline:
-                await self.handle(scope, receive, send)
-        except Exception as exc:  # the client gets a code; a bug's details go to the log
-            status, body, headers = failure(exc, deadline.expired(), self.settings)
-            with contextlib.suppress(Exception):  # the response may have started
-                await self.respond.uncached(send, status, body, AS_JSON.content_type, headers)
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
         content_type = accept = accept_encoding = if_none_match = api_key = b""
         length: bytes | None = None
@@ -95,13 +104,6 @@ class GraphQLHandler:
                 length = value
         media = negotiate(accept) if accept else AS_JSON
         try:
-            if len(scope["query_string"]) + len(scope["path"]) > self.settings.max_url_bytes:
-                raise Refusal(
-                    414,
-                    f"The URL is longer than the limit of {self.settings.max_url_bytes} bytes; "
-                    "send the request with POST, or as a persisted query.",
-                    Code.URL_TOO_LONG,
-                )
             request: GraphQLRequest | Batch | None
             if method == "GET":
                 request = self.reader.query_string(scope["query_string"])
@@ -128,11 +130,8 @@ class GraphQLHandler:
             coding = choose(accept_encoding)
             await self.answer(request, method == "GET", if_none_match, coding, media, client, send)
         except Refusal as refusal:
-            # A refusal that legacy clients get with 200 (a GraphQL error) is a 400 to others.
-            status = 400 if refusal.status == 200 and media.graphql_response else refusal.status
-            await self.respond.uncached(
-                send, status, refusal.body, media.content_type, refusal.headers
-            )
+            status, body = refusal.answer(media)
+            await uncached(send, status, body, media.content_type, refusal.headers)
 
     async def answer(
         self,
@@ -145,14 +144,13 @@ class GraphQLHandler:
         send: Send,
     ) -> None:
         query = await self.persisted.resolve(request)
-        name_operation(request.operation_name, query)
+        name_operation(request.label(query))
         if query is None:
             raise Refusal(200, "PersistedQueryNotFound", Code.PERSISTED_QUERY_NOT_FOUND)
         current = await self.current_release()
         key = None
         if current is not None:
-            document = request.persisted_hash or self.reader.document_hash(query)
-            key = request.key(current.token, document)
+            key = request.key(current.token)
         answer = await self.cache.get(key) if key is not None and self.caching else None
         hit = answer is not None
         # With rate limiting, an answer the client did not pay for while it ran pays now.
@@ -163,7 +161,7 @@ class GraphQLHandler:
                 key, query, request, release, get, media, client
             )
             if not produced.ok:
-                await self.respond.uncached(
+                await uncached(
                     send,
                     produced.status,
                     produced.answer.body,
@@ -197,9 +195,7 @@ class GraphQLHandler:
         assert self.limiter is not None
         charged = await self.limiter.charge(answer.body, client, media.graphql_response)
         if isinstance(charged, Refusal):
-            await self.respond.uncached(
-                send, charged.status, charged.body, media.content_type, charged.headers
-            )
+            await uncached(send, charged.status, charged.body, media.content_type, charged.headers)
             return None
         return Answer(charged)
 
@@ -209,8 +205,8 @@ class GraphQLHandler:
         async def one(request: GraphQLRequest, collect: Send) -> None:
             await self.answer(request, False, b"", None, media, client, collect)
 
-        body = await answer_batch(items, self.settings.batch_max, one)
-        await self.respond.uncached(send, 200, body, media.content_type)
+        body = await answer_batch(items, self.settings.batch_max, media, one)
+        await uncached(send, 200, body, media.content_type)
 
     async def produce_once(
         self,
@@ -225,19 +221,32 @@ class GraphQLHandler:
         """`produce`, shared by concurrent requests with the same key (e.g. right after an
         ingest, when every request misses at once); and whether this one joined another's.
 
-        With rate limiting each client runs its own (the runner pays for it while it runs)."""
+        The first request executes, within its own time limit; the others wait for its
+        answer. With rate limiting each client runs its own (the runner pays for it)."""
         if key is None or not self.caching:
             return await self.produce(key, query, request, release, get, media, client), False
         flight = (key, get, media.graphql_response, client)
         pending = self._flights.get(flight)
-        joined = pending is not None
-        if pending is None:
-            pending = asyncio.ensure_future(
-                self.produce(key, query, request, release, get, media, client)
+        if pending is not None:
+            shared = await asyncio.shield(pending)  # (a joiner's cancellation is its own)
+            if isinstance(shared, Exception):
+                raise shared
+            if shared is not None:
+                return shared, True
+            return await self.produce_once(key, query, request, release, get, media, client)
+        pending = self._flights[flight] = asyncio.get_running_loop().create_future()
+        outcome: Outcome = None
+        try:
+            produced = outcome = await self.produce(
+                key, query, request, release, get, media, client
             )
-            self._flights[flight] = pending
-            pending.add_done_callback(lambda _: self._flights.pop(flight, None))
-        return await asyncio.shield(pending), joined
+        except Exception as exc:
+            outcome = exc
+            raise
+        finally:  # (cancelled, the outcome is None: the joiners produce their own)
+            del self._flights[flight]
+            pending.set_result(outcome)
+        return produced, False
 
     async def produce(
         self,
@@ -249,19 +258,11 @@ class GraphQLHandler:
         media: Media,
         client: str,
     ) -> Produced:
-        """Execute within the deadline; store the answer when it has no errors."""
-        seconds = self.settings.request_timeout_seconds
-        try:
-            async with asyncio.timeout(seconds) as deadline:
-                result = await self.execute(query, request, release, get, client)
-        except TimeoutError:
-            if not deadline.expired():
-                raise
-            log.warning("a request ran past %gs and was stopped", seconds)
-            return run.timed_out(self.settings)
+        """Execute; store the answer when it has no errors."""
+        result = await self.execute(query, request, release, get, client)
         answer = run.produced(result, media, self.limiter is not None)
         if answer.ok and key is not None and self.caching:
-            answer.answer = Answer.of(answer.body, self.settings.gzip_min_bytes)
+            answer.answer = Answer.of(answer.body, self.settings.compress_min_bytes)
             await self.cache.put(key, answer.answer)
         return answer
 
@@ -277,24 +278,3 @@ class GraphQLHandler:
                 raise
             log.warning("could not read the current release: %r", exc)
             raise Refusal(503, UNAVAILABLE_MESSAGE, Code.DATABASE_UNAVAILABLE, RETRY_SOON) from None
-
-    async def execute(
-        self,
-        query: str,
-        request: GraphQLRequest,
-        release: ReleaseRow | None,
-        get: bool,
-        client: str,
-    ) -> ExecutionResult:
-        return await run.execute(
-            self.schema,
-            self.settings,
-            self.make_session,
-            self.catalogs,
-            self.limiter,
-            query,
-            request,
-            release,
-            get,
-            client,
-        )

@@ -10,13 +10,12 @@ import logging
 import math
 import time
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from graph.errors import Code, retry_after_seconds, throttled
-from graph.server.request import Refusal
+from graph.server.protocol import Refusal, remembered
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -110,8 +109,7 @@ class RateLimiter:
         self.local = CostBucket(self.capacity, self.restore_rate)
         self.redis = redis
         self.script = redis.register_script(_LUA) if redis is not None else None
-        self.keys = frozenset(_digest(k.strip().encode()) for k in settings.api_keys.split(","))
-        self.keys -= {_digest(b"")}
+        self.keys = frozenset(_digest(key.encode()) for key in settings.api_keys)
         self._redis_down = False
 
     def client(self, scope: Mapping[str, Any], api_key: bytes) -> str:
@@ -204,7 +202,7 @@ def _digest(key: bytes) -> str:
     return hashlib.sha256(key).hexdigest()[:32]
 
 
-@lru_cache(maxsize=4096)
+@remembered(entries=4096, max_key=64)
 def _network(host: str) -> str:
     """One IPv6 client holds a /64; elsewhere the address itself."""
     try:

@@ -1,13 +1,16 @@
-"""The response cache: finished answers (JSON bytes) by request key, in memory or in Redis."""
+"""What /graphql keeps between requests, in this process or in Redis: finished answers (JSON
+bytes) by request key, the response cache; and documents by their hash, Apollo-compatible
+automatic persisted queries (a document registered once, then sent by hash)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, cast
 
 from graph.caches import Bounded
-from graph.server.compress import BR, GZIP, compress
+from graph.errors import Code
+from graph.server.protocol import GraphQLRequest, Refusal, document_hash
+from graph.server.responses import Answer
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -16,75 +19,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("leadgreen")
 
-# An entry's bookkeeping beyond its bytes (the dict slot, the object, the key).
-_OVERHEAD = 200
 # v2: the body alone (v1 packed a gzipped copy after it).
 _REDIS_PREFIX = b"leadgreen:answer:v2:"
-
-
-@dataclass(slots=True)
-class Answer:
-    """A successful answer as sent: its JSON bytes, and compressed copies made on demand.
-
-    A kept answer (one stored in the cache) is compressed once per coding, at the kept level;
-    any other is compressed per response, at the cheap level (graph/server/compress.py).
-    """
-
-    body: bytes
-    kept: bool = field(default=False, compare=False)
-    gzipped: bytes | None = field(default=None, compare=False)
-    brotli: bytes | None = field(default=None, compare=False)
-    reported: int | None = field(default=-1, compare=False, repr=False)  # -1: not read yet
-
-    @classmethod
-    def of(cls, body: bytes, gzip_min_bytes: int) -> Answer:
-        """An answer to keep; its compressed copies (when it is at least `gzip_min_bytes`) are
-        made once, for the first client that accepts each coding."""
-        return cls(body, kept=len(body) >= gzip_min_bytes)
-
-    def encoded(self, coding: bytes) -> bytes:
-        """The body in `coding` (b"br" or b"gzip")."""
-        if not self.kept:
-            return compress(self.body, coding, kept=False)
-        if coding == BR:
-            if self.brotli is None:
-                self.brotli = compress(self.body, BR, kept=True)
-            return self.brotli
-        if self.gzipped is None:
-            self.gzipped = compress(self.body, GZIP, kept=True)
-        return self.gzipped
-
-    def cost(self) -> int | None:
-        """The actual cost the answer reports (for the request log), read once."""
-        if self.reported == -1:
-            self.reported = actual_cost(self.body)
-        return self.reported
-
-    @property
-    def size(self) -> int:
-        # A kept answer's compressed copies, made later, are counted now (as at most half the
-        # body: JSON answers compress to a quarter or less in each coding).
-        return len(self.body) * (3 if self.kept else 2) // 2 + _OVERHEAD
-
-    def pack(self) -> bytes:
-        """For Redis: the body alone (each process compresses its copies once)."""
-        return self.body
-
-    @classmethod
-    def unpack(cls, packed: bytes) -> Answer:
-        return cls(packed, kept=True)
-
-
-_ACTUAL = b'"actualQueryCost":'
-
-
-def actual_cost(body: bytes) -> int | None:
-    """`extensions.cost.actualQueryCost` of an answer (last in it), without parsing it all."""
-    at = body.rfind(_ACTUAL, max(0, len(body) - 200))
-    if at < 0:
-        return None
-    digits = body[at + len(_ACTUAL) : at + len(_ACTUAL) + 12].split(b"}")[0].split(b",")[0]
-    return int(digits) if digits.isdigit() else None
+# How long Redis keeps an answer or a persisted query (keys name the release: an entry never
+# goes stale, it only stops being asked for).
+REDIS_TTL_SECONDS = 86_400
+# Most answers kept in a process (besides their share of LEADGREEN_CACHE_MAX_BYTES).
+MAX_ANSWERS = 10_000
 
 
 class ResponseCache(Protocol):
@@ -187,8 +128,92 @@ def make_cache(settings: Settings, max_bytes: int, redis: Redis | None = None) -
     `max_bytes` of answers in this process."""
     if settings.cache == "off":
         return NoCache()
-    local = MemoryCache(settings.cache_max_entries, max_bytes)
+    local = MemoryCache(MAX_ANSWERS, max_bytes)
     if settings.cache == "redis":
         assert redis is not None, "LEADGREEN_CACHE=redis needs a Redis client"
-        return RedisCache(redis, settings.redis_ttl_seconds, local)
+        return RedisCache(redis, REDIS_TTL_SECONDS, local)
     return local
+
+
+# --- Persisted queries ----------------------------------------------------------------------
+
+_APQ_PREFIX = "leadgreen:apq:"
+
+
+# What a kept document costs besides its text: its hash, the entry.
+_ENTRY_BYTES = 200
+
+
+class PersistedQueries:
+    """Documents by SHA-256, least recently used first out, within `max_bytes` in this process;
+    shared through Redis when given. `max_entries` 0 turns persisted queries off."""
+
+    def __init__(
+        self,
+        max_entries: int,
+        redis: Redis | None = None,
+        ttl_seconds: int = 0,
+        max_bytes: int = 8 * 1024 * 1024,
+        max_document_bytes: int | None = None,
+    ):
+        self.max_entries, self.redis, self.ttl = max_entries, redis, ttl_seconds
+        self.max_document_bytes = max_document_bytes
+        self._local: Bounded[str, str] = Bounded(max_bytes, lambda text: len(text) + _ENTRY_BYTES)
+
+    async def resolve(self, request: GraphQLRequest) -> str | None:
+        """The request's document: its own text, or the text registered under its hash.
+
+        None when only an unknown hash was sent (the client then sends the text with the hash,
+        which registers it). A text whose hash is not the one sent is refused.
+        """
+        sha = request.persisted_hash
+        if sha is None:
+            return request.query
+        if self.max_entries == 0:
+            raise Refusal(200, "PersistedQueryNotSupported", Code.PERSISTED_QUERY_NOT_SUPPORTED)
+        if request.query is None:
+            return await self.get(sha)
+        size = len(request.query.encode())
+        if self.max_document_bytes is not None and size > self.max_document_bytes:
+            # Refused before it is hashed or kept: it could never be run.
+            raise Refusal(
+                200,
+                f"The document is {size} bytes, more than the limit of {self.max_document_bytes}.",
+                Code.DOCUMENT_TOO_LARGE,
+            )
+        if document_hash(request.query) != sha:
+            raise Refusal(400, "provided sha does not match query", Code.BAD_USER_INPUT)
+        await self.put(sha, request.query)
+        return request.query
+
+    async def get(self, sha: str) -> str | None:
+        query = self._local.get(sha)
+        if query is not None:
+            return query
+        if self.redis is None:
+            return None
+        try:
+            found = await self.redis.get(_APQ_PREFIX + sha)
+        except Exception:
+            log.warning("redis unreachable; persisted queries of this process only", exc_info=True)
+            return None
+        if found is None:
+            return None
+        query = found if isinstance(found, str) else found.decode()
+        self._remember(sha, query)
+        return query
+
+    async def put(self, sha: str, query: str) -> None:
+        known = sha in self._local
+        self._remember(sha, query)
+        if self.redis is None or known:
+            return
+        try:
+            await self.redis.set(_APQ_PREFIX + sha, query, ex=self.ttl)
+        except Exception:
+            log.warning("redis unreachable; persisted query kept in this process", exc_info=True)
+
+    def _remember(self, sha: str, query: str) -> None:
+        self._local[sha] = query
+        while len(self._local) > self.max_entries:
+            self._local.popitem()

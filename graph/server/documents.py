@@ -1,4 +1,5 @@
-"""Documents over HTTP: the v1 JSON API, and the upstream files as they were published.
+"""Documents over HTTP: the v1 JSON API, and the upstream files as they were published; and the
+queries the product documents and ships (the model page is also GraphiQL's default tab).
 
 - `/api/v1/index.json` and `/api/v1/models/{slug}.json`: the LeadGreen v1 documents.
 - `/data/index.json`, `/data/tasks/{task}.json`, `/data/models/{file}`: each release's files byte
@@ -14,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -29,11 +30,43 @@ from graph.caches import Bounded
 from graph.errors import ApiError, Code
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
-from graph.server.compress import Encoded, choose, weak
-from graph.server.faults import error_response
-from graph.server.operations import MODEL_PAGE
-from graph.server.respond import etag_matches
+from graph.server.responses import Encoded, choose, error_response, etag_matches, weak
 from graph.settings import Settings
+
+MODEL_PAGE = """\
+# The model page: one model's configurations, concurrency curves and measured
+# GPU power, with the provenance and licence evidence of the data.
+query ModelPage($slug: String! = "qwen-3-8b", $release: Int) {
+  model(slug: $slug, release: $release) {
+    slug name modelId paramsB activeParamsB architecture weightPrecision gpus url page
+    configurations {
+      id gpuModel numGpus maxNumSeqs tensorParallel dataParallel expertParallel
+      energyPerTokenJoules energyPerRequestJoules medianItlMs p90ItlMs p95ItlMs p99ItlMs
+      outputThroughputTokensPerSec avgPowerWatts powerPerGpuWatts fractionOfTdp
+      avgBatchSize avgOutputLen
+    }
+    curves {
+      task gpuModel numGpus tensorParallel dataParallel expertParallel
+      points {
+        maxNumSeqs energyPerTokenJoules energyPerRequestJoules medianItlMs p99ItlMs
+        outputThroughputTokensPerSec avgPowerWatts avgBatchSize
+      }
+    }
+    power {
+      gpuModel configurations
+      totalWatts { minimum median maximum }
+      perGpuWatts { minimum median maximum }
+      fractionOfTdp { minimum median maximum }
+      gpu { fullName tdpWatts source sourceUrl }
+    }
+  }
+  source(release: $release) {
+    name publisher url dataUrl version compiled retrieved
+    licence licenceEvidence method cite citeUrl
+    release { lastUpdated upstreamCommit }
+  }
+}
+"""
 
 INDEX_QUERY = """query ($release: Int) { index(release: $release) {
   version updated dataVersion
@@ -59,7 +92,7 @@ def rebase(url: str | None, base: str | None) -> str | None:
     if url is None or base is None:
         return url
     parts, new = urlsplit(url), urlsplit(base.rstrip("/"))
-    return parts._replace(scheme=new.scheme, netloc=new.netloc).geturl()
+    return urlunsplit((new.scheme, new.netloc, parts.path, parts.query, parts.fragment))
 
 
 def cacheable(
@@ -111,7 +144,7 @@ def document_routes(
         max_bytes, lambda file: len(file[1]) + 300
     )
     encoded = Encoded(max_bytes // 2)
-    min_bytes = settings.gzip_min_bytes
+    min_bytes = settings.compress_min_bytes
 
     async def release_of(request: Request, session: AsyncSession) -> int:
         asked = request.query_params.get("release") or None  # empty: no choice, the latest
