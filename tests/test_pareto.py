@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from analysis.pareto import frontier, pareto_optimal, pareto_optimal_within
+from analysis.pareto import frontier, pareto_optimal, pareto_optimal_within, undominated
 
 
 def brute_force(points: list[tuple[float, float]]) -> list[bool]:
@@ -45,6 +45,31 @@ def test_agrees_with_the_definition_on_random_points() -> None:
         # Few distinct values, so that ties on each axis are common.
         points = [(float(rng.randint(0, 6)), float(rng.randint(0, 6))) for _ in range(n)]
         assert pareto_optimal(points) == brute_force(points)
+
+
+@pytest.mark.parametrize(
+    ("points", "expected"),
+    [
+        ([], []),
+        ([(1.0, 1.0), (2.0, 2.0)], [True, False]),
+        ([(1.0, 2.0), (2.0, 1.0)], [True, True]),
+        ([(1.0, 1.0), (1.0, 1.0)], [True, True]),
+        # A tie on one axis and a loss on the other is beaten (it stays on `pareto_optimal`).
+        ([(1.0, 1.0), (1.0, 2.0)], [True, False]),
+        ([(1.0, 1.0), (2.0, 1.0)], [True, False]),
+    ],
+)
+def test_undominated(points, expected) -> None:
+    assert undominated(points) == expected
+
+
+def test_undominated_agrees_with_the_definition_on_random_points() -> None:
+    rng = random.Random(5)
+    for n in range(40):
+        points = [(float(rng.randint(0, 6)), float(rng.randint(0, 6))) for _ in range(n)]
+        assert undominated(points) == [
+            not any(o[0] <= p[0] and o[1] <= p[1] and o != p for o in points) for p in points
+        ]
 
 
 def test_groups_are_judged_apart() -> None:
