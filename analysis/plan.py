@@ -27,6 +27,8 @@ SECONDS_PER_DAY = 86_400.0
 HOURS_PER_DAY = 24.0
 GRAMS_PER_KILOGRAM = 1_000.0
 NO_BASELINE = "no baseline was given"
+# How near a whole number of replicas a demand's quotient counts as that number.
+WHOLE_WITHIN = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,10 +179,20 @@ class Plans(Generic[T]):
     baseline: Plan[T] | None
 
 
+def replicas_for(outputs: float, capacity: float) -> int:
+    """ceil(outputs / capacity); a quotient within a billionth of a whole number is that
+    number (2 / (4 / 6) is 3.0000000000000004 in floating point: no replica for rounding)."""
+    quotient = outputs / capacity
+    whole = round(quotient)
+    if whole >= 1 and math.isclose(quotient, whole, rel_tol=WHOLE_WITHIN):
+        return whole
+    return math.ceil(quotient)
+
+
 def size(c: Candidate[T], demand: Demand, utilization: float, site: Site) -> Plan[T]:
     """`c` sized to the demand: replicas, GPUs, power, energy, carbon and cost."""
     outputs = demand.outputs(c)
-    replicas = math.ceil(outputs / (utilization * c.throughput))
+    replicas = replicas_for(outputs, utilization * c.throughput)
     upper = replicas * c.power
     # Upstream's energy per output is power / throughput: at full load D * energy equals the
     # upper bound but for rounding, which must not put the lower bound above it.

@@ -121,6 +121,12 @@ def test_the_demand_in_requests_or_in_outputs(
     assert p.energy_per_request == 0.5 * per_request
 
 
+def test_rounding_adds_no_replica() -> None:
+    """2.1 / 0.3 is 7.000000000000001 in floating point: seven replicas, not eight."""
+    p = size(candidate(1, throughput=0.3), Demand(outputs_per_second=2.1), 1.0, Site())
+    assert (2.1 / 0.3 > 7, p.replicas) == (True, 7)
+
+
 def test_a_request_of_no_outputs_has_no_request_rate() -> None:
     p = size(candidate(1, per_request=0.0), Demand(outputs_per_second=10.0), 1.0, Site())
     assert (p.requests_per_second, p.energy_per_request) == (None, 0.0)
@@ -344,7 +350,8 @@ def expected_plan(c: Candidate[str], demand: Demand, u: float, site: Site) -> di
         assert demand.requests_per_second is not None
         d = demand.requests_per_second * per_request
         requests = demand.requests_per_second
-    replicas = math.ceil(d / (u * c.throughput))
+    # A few units in the last place of the quotient must not add a replica.
+    replicas = math.ceil(d / (u * c.throughput) * (1 - 1e-10))
     upper_w = replicas * c.power
     lower_w = min(d * c.energy_per_output, upper_w)
     energy = (lower_w * 24 / 1000 * site.pue, upper_w * 24 / 1000 * site.pue)
