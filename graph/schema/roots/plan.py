@@ -91,8 +91,8 @@ class PlanFields:
             int | None,
             strawberry.argument(
                 description="How many plans to return, from the first: 10 when not given, at "
-                "most the largest page (LEADGREEN_MAX_PAGE_SIZE; a whole task's "
-                "configurations fit in one)."
+                "most the connections' largest page (LEADGREEN_MAX_PAGE_SIZE); `totalCount` "
+                "says how many there are."
             ),
         ] = 10,
         release: ReleaseArgument = None,
