@@ -26,7 +26,6 @@ T = TypeVar("T")
 SECONDS_PER_DAY = 86_400.0
 HOURS_PER_DAY = 24.0
 GRAMS_PER_KILOGRAM = 1_000.0
-NO_BASELINE = "no baseline was given"
 # How near a whole number of replicas a demand's quotient counts as that number.
 WHOLE_WITHIN = 1e-9
 
@@ -144,7 +143,7 @@ class Savings:
 class Plan(Generic[T]):
     """One configuration sized to the demand; None where the site does not give what a figure
     needs, with the reason in `missing` (by figure: carbon, electricity_cost, gpu_cost,
-    cost, savings)."""
+    cost); `savings` is None without a baseline."""
 
     candidate: Candidate[T]
     outputs_per_second: float
@@ -327,7 +326,6 @@ def plan(
             rank=i,
             pareto_optimal=front,
             savings=None if base is None else savings(p, base),
-            missing=p.missing if base is not None else {**p.missing, "savings": NO_BASELINE},
         )
         for i, (p, front) in enumerate(zip(sized, on_front, strict=True), start=1)
     ]

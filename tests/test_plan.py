@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.plan import (
-    NO_BASELINE,
     Bounds,
     Candidate,
     Demand,
@@ -297,12 +296,11 @@ def test_savings_against_a_baseline_outside_the_limits() -> None:
         pytest.approx((400 - 1000) * day), pytest.approx((800 - 1000) * day)
     )
     assert c1.savings.cost_per_day is None
-    assert "savings" not in c1.missing
 
 
-def test_without_a_baseline_savings_say_why_not() -> None:
-    found = plan(THREE[:1], TWO_THOUSAND)
-    assert (found.plans[0].savings, found.plans[0].missing["savings"]) == (None, NO_BASELINE)
+def test_without_a_baseline_there_are_no_savings() -> None:
+    found = plan(THREE[:1], TWO_THOUSAND, site=SITE)
+    assert (found.baseline, found.plans[0].savings, found.plans[0].missing) == (None, None, {})
 
 
 def test_a_baseline_of_zero_energy_has_no_saved_fraction() -> None:

@@ -50,7 +50,6 @@ SERVED_AS = {
     "electricity_cost": "electricityCostPerDay",
     "gpu_cost": "gpuCostPerDay",
     "cost": "costPerDay",
-    "savings": "savingsVsBaseline",
 }
 
 
@@ -381,7 +380,7 @@ def _assumptions(asked: Asked, variant: str, site: planning.Site, latency: Laten
 def _demand_words(given: DemandInput, variant: str) -> str:
     per_request = given.output_tokens_per_request
     each = (
-        "each configuration's measured average output length (avgOutputLen)"
+        "the configuration's measured average output length (avgOutputLen)"
         if per_request is None
         else f"{per_request:g} output tokens"
     )
