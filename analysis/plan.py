@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeVar
 
@@ -139,7 +139,7 @@ class Savings:
     cost_per_day: Bounds | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class Plan(Generic[T]):
     """One configuration sized to the demand; None where the site does not give what a figure
     needs, with the reason in `missing` (by figure: carbon, electricity_cost, gpu_cost,
@@ -161,7 +161,7 @@ class Plan(Generic[T]):
     gpu_cost_per_day: float | None
     cost_per_day: Bounds | None
     missing: Mapping[str, str]
-    # Set once every plan is known.
+    # Set by `plan` once every plan is known (in place: a whole task's plans are many).
     rank: int = 0
     pareto_optimal: bool = False
     savings: Savings | None = None
@@ -320,16 +320,10 @@ def plan(
     sized.sort(key=lambda p: _rank_key(p, objective))
     on_front = undominated([(p.gpus, p.energy_per_day.upper) for p in sized])
     base = None if baseline is None else size(baseline, demand, utilization, site)
-    ranked = [
-        replace(
-            p,
-            rank=i,
-            pareto_optimal=front,
-            savings=None if base is None else savings(p, base),
-        )
-        for i, (p, front) in enumerate(zip(sized, on_front, strict=True), start=1)
-    ]
-    return Plans(ranked, len(candidates), excluded, base)
+    for i, (p, front) in enumerate(zip(sized, on_front, strict=True), start=1):
+        p.rank, p.pareto_optimal = i, front
+        p.savings = None if base is None else savings(p, base)
+    return Plans(sized, len(candidates), excluded, base)
 
 
 def _rank_key(p: Plan[T], objective: Objective) -> tuple[bool, float, float, int]:

@@ -4,7 +4,7 @@ their kind's roles: throughput, energy, power, latency), and its plans as GraphQ
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from strawberry.utils.str_converters import to_camel_case
 
@@ -94,7 +94,7 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
         max_latency=latency.most,
         baseline=None if baseline is None else _candidate(kind, baseline, latency.column),
     )
-    plans = [_served(catalog, kind, p) for p in found.plans]
+    plans = [_served(catalog, kind, p) for p in found.plans[:first]]
     excluded = _exclusions(found.excluded, latency)
     return DeploymentPlans(
         task=Task.of(catalog, task.id),
@@ -104,10 +104,10 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
         pue=site.pue,
         latency_limit=latency.applied,
         candidates=found.candidates,
-        total_count=len(plans),
+        total_count=len(found.plans),
         excluded=excluded,
         reason=_reason(found, excluded, task),
-        plans=plans[:first],
+        plans=plans,
         baseline=_baseline_plan(catalog, kind, found, plans),
         assumptions=_assumptions(asked, variant, site, latency),
         method=_method(kind, variant),
@@ -325,14 +325,15 @@ def _served(catalog: Catalog, kind: Kind, p: planning.Plan[Row]) -> DeploymentPl
 def _baseline_plan(
     catalog: Catalog, kind: Kind, found: planning.Plans[Row], plans: list[DeploymentPlan]
 ) -> DeploymentPlan | None:
-    """The baseline's plan: the ranked one when it is among them, else rank 0."""
+    """The baseline's plan: the ranked one when it is among the plans, else of rank 0."""
     base = found.baseline
     if base is None:
         return None
-    for ranked, served in zip(found.plans, plans, strict=True):
+    for i, ranked in enumerate(found.plans):
         if ranked.candidate.item is base.candidate.item:
-            return served
-    return _served(catalog, kind, replace(base, savings=planning.savings(base, base)))
+            return plans[i] if i < len(plans) else _served(catalog, kind, ranked)
+    base.savings = planning.savings(base, base)
+    return _served(catalog, kind, base)
 
 
 def _exclusions(excluded: Mapping[planning.Limit, int], latency: Latency) -> list[PlanExclusion]:
