@@ -91,7 +91,7 @@ class PlanFields:
             int | None,
             strawberry.argument(
                 description="How many plans to return, from the first: 10 when not given, at "
-                "most the connections' largest page (LEADGREEN_MAX_PAGE_SIZE); `totalCount` "
+                "most the connections' largest page (the server's `max_page_size`); `totalCount` "
                 "says how many there are."
             ),
         ] = 10,
