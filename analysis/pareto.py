@@ -26,6 +26,22 @@ def pareto_optimal(points: Sequence[tuple[float, float]]) -> list[bool]:
     return keep
 
 
+def undominated(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """For each point, whether no other is at most as high on both axes and lower on one (the
+    usual dominance: a tie on one axis and a loss on the other is beaten; equal points stay)."""
+    keep = [True] * len(points)
+    by_x = sorted(range(len(points)), key=lambda i: points[i][0])
+    lowest = math.inf  # lowest y among points of strictly lower x
+    for _, group in groupby(by_x, key=lambda i: points[i][0]):
+        members = list(group)
+        least = min(points[i][1] for i in members)
+        for i in members:
+            y = points[i][1]
+            keep[i] = not (lowest <= y or least < y)
+        lowest = min(lowest, least)
+    return keep
+
+
 def pareto_optimal_within(
     points: Sequence[tuple[float, float]], groups: Sequence[Hashable]
 ) -> list[bool]:

@@ -64,6 +64,8 @@ class Kind:
     latencies: tuple[str, ...] = field(init=False)
     energies: tuple[str, ...] = field(init=False)
     throughput: str = field(init=False)
+    # The average power column, all GPUs of a configuration together.
+    power: str = field(init=False)
     # The figures the statistics summarise, by name, with how to read each from a row.
     metrics: Mapping[str, Getter] = field(init=False)
     # The conditions on columns its configuration filter takes.
@@ -80,6 +82,7 @@ class Kind:
             "latencies": fields.with_role(rows, Role.LATENCY),
             "energies": fields.with_role(rows, Role.ENERGY),
             "throughput": fields.with_role(rows, Role.THROUGHPUT)[0],
+            "power": fields.with_role(rows, Role.POWER)[0],
             "metrics": {name: m.get for name, m in fields.metrics(rows).items()},
             "filters": fields.filters(rows),
         }

@@ -333,6 +333,7 @@ _SCHEMAS = _Schemas()
 ARGUMENTS = {
     ("Query", "compareModels"): '(models: ["tiny-1b"])',
     ("Query", "changes"): "(from: 1, to: 1)",
+    ("Query", "deploymentPlan"): "(demand: {requestsPerSecond: 10})",
     ("FittedMetric", "estimate"): "(batchSize: 8)",
     ("FittedMetric", "estimates"): "(batchSizes: [8, 24.5, 1000])",
 }

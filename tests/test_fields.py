@@ -80,3 +80,8 @@ def test_the_kinds_filters_and_roles() -> None:
         ("tensor_parallel", "data_parallel", "expert_parallel"),
         ("ulysses_degree", "ring_degree"),
     )
+    assert (LLM.power, DIFFUSION.power, DIFFUSION.throughput) == (
+        "avg_power_watts",
+        "avg_power_watts",
+        "throughput_outputs_per_sec",
+    )

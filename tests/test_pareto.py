@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from analysis.pareto import frontier, pareto_optimal, pareto_optimal_within
+from analysis.pareto import frontier, pareto_optimal, pareto_optimal_within, undominated
 
 
 def brute_force(points: list[tuple[float, float]]) -> list[bool]:
@@ -39,12 +39,36 @@ def test_pareto_optimal(points, expected) -> None:
     assert pareto_optimal(points) == expected
 
 
-def test_agrees_with_the_definition_on_random_points() -> None:
+def undominated_by_definition(points: list[tuple[float, float]]) -> list[bool]:
+    return [not any(o[0] <= p[0] and o[1] <= p[1] and o != p for o in points) for p in points]
+
+
+@pytest.mark.parametrize(
+    ("rule", "definition"),
+    [(pareto_optimal, brute_force), (undominated, undominated_by_definition)],
+)
+def test_agrees_with_the_definition_on_random_points(rule, definition) -> None:
     rng = random.Random(3)
     for n in range(40):
         # Few distinct values, so that ties on each axis are common.
         points = [(float(rng.randint(0, 6)), float(rng.randint(0, 6))) for _ in range(n)]
-        assert pareto_optimal(points) == brute_force(points)
+        assert rule(points) == definition(points)
+
+
+@pytest.mark.parametrize(
+    ("points", "expected"),
+    [
+        ([], []),
+        ([(1.0, 1.0), (2.0, 2.0)], [True, False]),
+        ([(1.0, 2.0), (2.0, 1.0)], [True, True]),
+        ([(1.0, 1.0), (1.0, 1.0)], [True, True]),
+        # A tie on one axis and a loss on the other is beaten (it stays on `pareto_optimal`).
+        ([(1.0, 1.0), (1.0, 2.0)], [True, False]),
+        ([(1.0, 1.0), (2.0, 1.0)], [True, False]),
+    ],
+)
+def test_undominated(points, expected) -> None:
+    assert undominated(points) == expected
 
 
 def test_groups_are_judged_apart() -> None:

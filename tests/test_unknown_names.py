@@ -72,6 +72,10 @@ NAMES = {
 }
 # ... or that it names none of them.
 OTHERS = {"after", "id", "ids", "configurationId"}
+# Arguments whose name says otherwise: `baseline` of the planner is a configuration id.
+NOT_NAMES = {"Query.deploymentPlan(baseline)"}
+# Known values for required input objects (the name tested sits beside them).
+INPUTS = {"DemandInput": "{requestsPerSecond: 1}"}
 # Nullable lookups of one object by its name or id: an unknown one is null, GraphQL's (and
 # Relay's, for `node`) convention, and tested below; every other field answers the error.
 LOOKUPS = {"Query.model", "Query.node", "Query.nodes"}
@@ -99,32 +103,40 @@ def _named(arg: GraphQLArgument | GraphQLInputField) -> tuple[str, bool]:
     return get_named_type(inner).name, isinstance(inner, GraphQLList)
 
 
+Fields = dict[str, GraphQLArgument] | dict[str, GraphQLInputField]
+
+
 def _names_in(
-    prefix: str, fields: dict[str, GraphQLArgument] | dict[str, GraphQLInputField]
-) -> Iterator[tuple[str, Name, bool]]:
-    """(argument path, kind of name, whether a list) of every name argument, input fields too."""
+    prefix: str, fields: Fields, beside: tuple[tuple[str, ...], ...] = ()
+) -> Iterator[tuple[str, Name, bool, tuple[tuple[str, ...], ...]]]:
+    """(argument path, kind of name, whether a list, and the required fields beside each input
+    object on the path) of every name argument, input fields too."""
     for arg_name, arg in fields.items():
         named = get_named_type(arg.type)  # type: ignore[arg-type]
         if isinstance(named, GraphQLInputObjectType):
-            yield from _names_in(f"{prefix}{arg_name}.", named.fields)
+            others = tuple(_required(named.fields, ""))
+            yield from _names_in(f"{prefix}{arg_name}.", named.fields, (*beside, others))
         elif isinstance(named, GraphQLScalarType) and named.name in ("String", "ID"):
             assert arg_name in NAMES or arg_name in OTHERS, (
                 f"classify the argument {prefix}{arg_name} in NAMES or OTHERS"
             )
             if arg_name in NAMES:
-                yield f"{prefix}{arg_name}", NAMES[arg_name], _named(arg)[1]
+                yield f"{prefix}{arg_name}", NAMES[arg_name], _named(arg)[1], beside
 
 
-def _literal(path: str, value: object) -> str:
-    """The arguments `a.b: value` as GraphQL: `a: {b: value}`."""
+def _literal(path: str, value: object, beside: tuple[tuple[str, ...], ...] = ()) -> str:
+    """The arguments `a.b: value` as GraphQL: `a: {b: value}`, with the required fields of
+    each input object on the way (`beside`, outermost first) given known values."""
     text = json.dumps(value)
-    for part in reversed(path.split(".")[1:]):
-        text = f"{{{part}: {text}}}"
-    return f"{path.split('.')[0]}: {text}"
+    parts = path.split(".")
+    for part, others in reversed(list(zip(parts[1:], beside, strict=True))):
+        others = tuple(o for o in others if not o.startswith(f"{part}:"))
+        text = f"{{{', '.join((f'{part}: {text}', *others))}}}"
+    return f"{parts[0]}: {text}"
 
 
-def _required(field_args: dict[str, GraphQLArgument], tested: str) -> list[str]:
-    """Known values for the field's other arguments that have no default."""
+def _required(field_args: Fields, tested: str) -> list[str]:
+    """Known values for the field's (or input object's) other arguments with no default."""
     given = []
     for arg_name, arg in field_args.items():
         if arg_name == tested or not isinstance(arg.type, GraphQLNonNull):
@@ -135,8 +147,10 @@ def _required(field_args: dict[str, GraphQLArgument], tested: str) -> list[str]:
         if arg_name in NAMES:
             known = NAMES[arg_name].known
             given.append(_literal(arg_name, [known] if is_list else known))
-        elif named == "Int":
+        elif named in ("Int", "Float"):
             given.append(_literal(arg_name, 1))
+        elif named in INPUTS:
+            given.append(f"{arg_name}: {INPUTS[named]}")
     return given
 
 
@@ -146,7 +160,11 @@ def _cases() -> list[Case]:
         if type_name.startswith("__") or not isinstance(gql_type, GraphQLObjectType):
             continue
         for field_name, field in gql_type.fields.items():
-            named = list(_names_in("", field.args))
+            named = [
+                n
+                for n in _names_in("", field.args)
+                if f"{type_name}.{field_name}({n[0]})" not in NOT_NAMES
+            ]
             if not named or f"{type_name}.{field_name}" in LOOKUPS:
                 continue
             assert type_name in REACH, f"add to REACH how a query reaches a {type_name}"
@@ -155,9 +173,9 @@ def _cases() -> list[Case]:
                 if isinstance(get_named_type(field.type), GraphQLScalarType)
                 else (" { __typename }")
             )
-            for path, name, is_list in named:
+            for path, name, is_list, beside in named:
                 value = [name.known, name.unknown] if is_list else name.unknown
-                args = [_literal(path, value)]
+                args = [_literal(path, value, beside)]
                 args += _required(field.args, path.split(".")[0])
                 query = REACH[type_name].format(f"{field_name}({', '.join(args)}){selection}")
                 nulled = None if isinstance(field.type, GraphQLNonNull) else {field_name: None}
@@ -209,6 +227,8 @@ def test_the_cases_cover_every_field_the_brief_names() -> None:
         "Model.configurations(gpu)",
         "Model.power(task)",
         "Model.diffusionConfigurations(gpu)",
+        "Query.deploymentPlan(gpus)",
+        "Query.deploymentPlan(site.gpuHourPrices.gpu)",
     } <= found
     assert len(found) == len(CASES)
 

@@ -6,7 +6,7 @@ sized by their page size, not here.
 
 from __future__ import annotations
 
-from graph.engine.cost import Size, fixed, length_of, per_task, tasks_of_changes
+from graph.engine.cost import Arguments, Size, fixed, length_of, per_task, tasks_of_changes
 
 # The types with a configuration's `history`.
 HISTORIES = (
@@ -16,6 +16,13 @@ HISTORIES = (
     "ImageConfiguration",
     "VideoConfiguration",
 )
+
+
+def plans_asked(_args: Arguments, parent: Arguments) -> int:
+    """The deployment plans asked for: `deploymentPlan(first:)`, 10 when not given or null."""
+    first = parent.get("first")
+    return first if isinstance(first, int) and first >= 0 else 10
+
 
 # The largest list in the 2026-02-16 data (46 models, 7 tasks, 2 GPU types) is in the comment.
 LIST_SIZES: dict[str, Size] = {
@@ -40,6 +47,10 @@ LIST_SIZES: dict[str, Size] = {
     "DiffusionParetoFrontier.configurations": fixed(16),  # 8
     "Query.compareModels": length_of("models"),
     "Query.compareGpus": fixed(50),  # 18, one per model
+    # At most `first` (up to the largest page): 382 plans on text-to-video, the largest task.
+    "DeploymentPlans.plans": plans_asked,
+    "DeploymentPlans.excluded": fixed(2),  # one per limit: latency and throughput
+    "DeploymentPlan.unavailable": fixed(8),  # 5 figures can be null
     "Query.fittedCurves": fixed(128),  # 114
     "FittedMetric.measured": fixed(16),  # 14
     "FittedMetric.estimates": length_of("batchSizes"),

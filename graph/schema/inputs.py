@@ -290,3 +290,103 @@ BatchSizeArgument = Annotated[
     float,
     strawberry.argument(description="Batch size (max_num_seqs) to evaluate at; at least 1."),
 ]
+
+
+# The deployment planner's inputs (Query.deploymentPlan).
+@strawberry.enum(
+    description="What deployment plans are ranked by: the figure's upper bound (what is "
+    "provisioned), then its lower bound, then the configuration's upstream order."
+)
+class PlanObjective(Enum):
+    ENERGY = strawberry.enum_value("energy", description="Energy a day (`energyPerDayKwh`).")
+    GPUS = strawberry.enum_value("gpus", description="GPUs provisioned (`gpuCount`).")
+    COST = strawberry.enum_value(
+        "cost",
+        description="Cost a day (`costPerDay`, then GPU-hours plus the electricity's lower "
+        "bound); needs `site.electricityPricePerKwh` or `site.gpuHourPrices`.",
+    )
+    CARBON = strawberry.enum_value(
+        "carbon",
+        description="Emissions a day (`carbonPerDayKg`); needs `site.carbonIntensityGramsPerKwh`.",
+    )
+
+
+@strawberry.input(
+    description="The traffic a deployment serves, steady all day: exactly one rate. LLM and "
+    "MLLM tasks: `requestsPerSecond` or `outputTokensPerSecond`; diffusion tasks: "
+    "`imagesPerSecond` (text-to-image) or `videosPerSecond` (text-to-video)."
+)
+class DemandInput:
+    requests_per_second: float | None = strawberry.field(
+        default=None,
+        description="Requests per second, each of `outputTokensPerRequest` output tokens (else "
+        "of each configuration's measured `avgOutputLen`). LLM and MLLM tasks.",
+    )
+    output_tokens_per_second: float | None = strawberry.field(
+        default=None, description="Output tokens per second. LLM and MLLM tasks."
+    )
+    images_per_second: float | None = strawberry.field(
+        default=None, description="Images generated per second. Text-to-image tasks."
+    )
+    videos_per_second: float | None = strawberry.field(
+        default=None, description="Videos generated per second. Text-to-video tasks."
+    )
+    output_tokens_per_request: float | None = strawberry.field(
+        default=None,
+        description="Output tokens per request (response), for every configuration; each "
+        "configuration's measured average output length (`avgOutputLen`) when not given. "
+        "LLM and MLLM tasks.",
+    )
+
+
+@strawberry.input(
+    description="A latency limit, inclusive, on the configuration's measured figure (as the "
+    "leaderboard filters): `maxItlMs` for LLM and MLLM tasks, `maxBatchLatencySeconds` for "
+    "diffusion tasks; no limit when neither is given."
+)
+class LatencyInput:
+    percentile: ItlPercentile = strawberry.field(
+        default=ItlPercentile.P50,
+        description="The ITL percentile `maxItlMs` applies to (LLM and MLLM tasks).",
+    )
+    max_itl_ms: float | None = strawberry.field(
+        default=None,
+        description="The largest inter-token latency at `percentile`, in ms. LLM and MLLM tasks.",
+    )
+    max_batch_latency_seconds: float | None = strawberry.field(
+        default=None,
+        description="The largest time to generate one batch, in seconds. Diffusion tasks.",
+    )
+
+
+@strawberry.input(description="The price of one GPU of a type for one hour.")
+class GpuHourPriceInput:
+    gpu: str = strawberry.field(description="GPU type, e.g. `H100` (`gpus` lists them).")
+    price: float = strawberry.field(
+        description="Price of one GPU for one hour, in the currency of the site's other prices."
+    )
+
+
+@strawberry.input(
+    description="Where a deployment runs. Every figure is the caller's; LeadGreen measures "
+    "none of them. Prices are in one currency, whichever the caller uses."
+)
+class SiteInput:
+    pue: float = strawberry.field(
+        default=1.0,
+        description="Power usage effectiveness: the facility's energy ÷ the IT equipment's, at "
+        "least 1. 1.0 (the default) counts the GPUs' measured energy only.",
+    )
+    carbon_intensity_grams_per_kwh: float | None = strawberry.field(
+        default=None,
+        description="Grid carbon intensity, in grams of CO₂-equivalent per kWh; "
+        "`carbonPerDayKg` is null without it.",
+    )
+    electricity_price_per_kwh: float | None = strawberry.field(
+        default=None, description="Electricity price per kWh."
+    )
+    gpu_hour_prices: list[GpuHourPriceInput] | None = strawberry.field(
+        default=None,
+        description="The price of a GPU-hour, per GPU type; a plan on a type without a price "
+        "has no cost.",
+    )

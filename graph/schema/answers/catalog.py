@@ -13,7 +13,7 @@ from db.files import ExportError, release_files
 from db.kinds import KEY_FIELDS, Kind
 from graph.errors import BadInput, NoData
 from graph.schema import cursor
-from graph.schema.answers.filters import to_filter
+from graph.schema.answers.filters import page_size, to_filter
 from graph.schema.context import Context, unknown
 from graph.schema.inputs import AnyFilter, AnyOrder, Direction
 from graph.schema.types.changes import ReleaseChanges
@@ -102,10 +102,7 @@ async def configurations(
     release: int | None = None,
 ) -> Connection[Any]:
     """One page of the kind's configurations matching the filter, in the order asked for."""
-    settings = context.settings
-    first = settings.default_page_size if first is None else first
-    if not 0 <= first <= settings.max_page_size:
-        raise BadInput(f"`first` must be between 0 and {settings.max_page_size}, got {first}")
+    first = page_size(context.settings, first)
     field = str(cast(Enum, order_by.field).value) if order_by else "id"
     descending = order_by is not None and order_by.direction is Direction.DESC
     catalog = await context.catalog(release)

@@ -11,12 +11,22 @@ from db.kinds import Kind
 from graph.errors import BadInput
 from graph.schema.context import known_gpu, known_model, known_task
 from graph.schema.inputs import AnyFilter
+from graph.settings import Settings
 
 
 def check_at_least(name: str, value: float | None, least: float = 0) -> None:
     """Raise BadInput unless `value` is absent or at least `least`."""
     if value is not None and not value >= least:
         raise BadInput(f"{name} must be a number >= {least:g}, got {value}")
+
+
+def page_size(settings: Settings, first: int | None, default: int | None = None) -> int:
+    """`first`, else `default` (else the server's default page size), within the largest page."""
+    if first is None:
+        first = settings.default_page_size if default is None else default
+    if not 0 <= first <= settings.max_page_size:
+        raise BadInput(f"`first` must be between 0 and {settings.max_page_size}, got {first}")
+    return first
 
 
 def _positive(name: str, value: int | None) -> int | None:
