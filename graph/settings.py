@@ -122,7 +122,7 @@ class Settings(BaseSettings):
         le=100,
         description="Most operations in a batch (a JSON array body); 0: no batching",
     )
-    # Query limits, applied by graph.engine.limits.QueryLimits (see the README's "Limits").
+    # Query limits, applied by graph.engine.limits (see the README's "Limits").
     max_document_bytes: int = Field(
         65_536, ge=1, description="Largest GraphQL document accepted, in bytes (UTF-8)"
     )
