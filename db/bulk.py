@@ -88,9 +88,10 @@ async def _begun(connection: AsyncConnection) -> Any:
     adapter begins the transaction at its first statement, and a COPY by the driver is none: a
     statement first, else the rows would be committed on their own, whatever came after."""
     raw = await connection.get_raw_connection()
-    if getattr(raw.dbapi_connection, "_transaction", None) is None:
+    driver: Any = raw.driver_connection
+    if not driver.is_in_transaction():
         await connection.exec_driver_sql("SELECT 1")
-    return raw.driver_connection
+    return driver
 
 
 async def _copy(

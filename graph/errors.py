@@ -82,7 +82,7 @@ _SQLITE_AWAY = re.compile(
 
 
 def refusal(message: str, code: Code, **extensions: object) -> GraphQLError:
-    """An error refusing the whole request, with its code (CodedErrors keeps a code it finds)."""
+    """An error refusing the whole request, with its code (the engine keeps a code it finds)."""
     return GraphQLError(message, extensions={"code": str(code), **extensions})
 
 

@@ -13,7 +13,6 @@ import httpx
 import pytest
 
 from graph.caches import Budget
-from graph.engine.limits import QueryLimits
 from graph.server.app import create_app
 from graph.settings import Settings
 
@@ -27,8 +26,7 @@ def handler(app: Any) -> Any:
 
 
 def documents(app: Any) -> Any:
-    [limits] = [e for e in app.state.schema.extensions if issubclass(e, QueryLimits)]
-    return limits.documents
+    return app.state.schema.engine.documents
 
 
 async def serve(settings: Settings, budget: int = BUDGET) -> Any:

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
 from graph.engine.breadth import field_merges, fragment_problem, selected_fields
-from graph.engine.internals import core_schema
 from graph.engine.validation import Limits, validation_errors
+from graph.internals import core_schema
 from graph.server.app import create_app
 from graph.settings import Settings
 from tests.conftest import SCHEMA

@@ -15,11 +15,10 @@ from strawberry.http import process_result
 
 from db.engine import sessionmaker
 from graph.engine import limits
-from graph.engine.actual_cost import actual_cost
-from graph.engine.cost import Pages
+from graph.engine.cost import Pages, actual_cost
 from graph.engine.cost import requested_cost as estimate
-from graph.engine.internals import core_schema
 from graph.engine.prepared import SMALL_KEY_CHARS, Prepared, frozen, small_key
+from graph.internals import core_schema
 from graph.schema.context import Context
 from graph.schema.costs import LIST_SIZES
 from graph.server.documents import MODEL_PAGE

@@ -1,4 +1,7 @@
-"""The short way through plain fields (graph/execution.py) answers exactly as graphql-core's."""
+"""The one way a request is executed (graph/engine/execution.py): plain fields completed
+together answer exactly as graphql-core's executor answers, on the real data and on values
+made not to fit; a request's errors before its plan runs are strawberry's own; a client pays
+once, what its answer cost."""
 
 from __future__ import annotations
 
@@ -8,29 +11,31 @@ from typing import Any
 
 import pytest
 import strawberry
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.exceptions import MissingQueryError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types.graphql import OperationType
 
 from db import reads
 from db.engine import sessionmaker
-from graph.engine.internals import CompiledQueries
-from graph.schema import build_schema
+from graph.engine.execution import Schema
+from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
 from graph.server.documents import MODEL_PAGE
+from graph.server.execute import RequestContext
+from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA as schema
 from tests.conftest import SEED
+from tests.queries import Request
+from tests.test_plan import REFERENCE, Coded, _on_both, answer
 
 pytestmark = pytest.mark.anyio
-
-usual = build_schema()
-usual.execution_context_class = StrawberryGraphQLCoreExecutionContext
-SLUGS = [m["slug"] for m in json.loads(SEED.read_text())["models"]]
 FIELDS = """id gpuModel numGpus modelId maxNumSeqs tensorParallel dataParallel expertParallel
     parallelNotes avgBatchSize avgOutputLen avgPowerWatts powerPerGpuWatts fractionOfTdp
     energyPerRequestJoules energyPerTokenJoules medianItlMs p90ItlMs p95ItlMs p99ItlMs
     outputThroughputTokensPerSec outputLengthDistribution { bins counts }
     upstream { taskFile taskRow modelFile modelRow } gpu { name fullName tdpWatts }
     model { slug name gpus inIndex } task { name architecture }"""
-QUERIES = [(MODEL_PAGE, {"slug": slug}) for slug in [*SLUGS, "deepseek-v3-1", "no-such-model"]] + [
+QUERIES = [
     (
         "query ($t: String) { configurations(filter: {task: $t}, first: 500) { totalCount "
         f"nodes {{ {FIELDS} }} }} }}",
@@ -65,21 +70,27 @@ async def _both(real_db, real_settings, query: str, variables: Any) -> tuple[Any
     async with sessionmaker(real_db)() as session:
         release = await reads.latest_release(session)
     answers = []
-    for each in (schema, usual):
+    for each in (schema, REFERENCE):
         async with sessionmaker(real_db)() as session:
             value = Context(session=session, settings=real_settings, _release=release)
             result = await each.execute(query, variable_values=variables, context_value=value)
-        errors = [(e.message, e.path) for e in result.errors or ()]
-        answers.append((json.dumps(result.data), errors, result.extensions))
+        answers.append(answer(result))
     return answers[0], answers[1]
 
 
 @pytest.mark.parametrize(("query", "variables"), QUERIES)
 async def test_the_same_answers_on_the_real_data(real_db, real_settings, query, variables):
-    assert schema.execution_context_class is CompiledQueries
-    plain, usual_answer = await _both(real_db, real_settings, query, variables)
-    assert plain == usual_answer  # the JSON text: the same values in the same order
-    assert plain[1] == []
+    ours, reference = await _both(real_db, real_settings, query, variables)
+    assert ours == reference  # the JSON text: the same values in the same order
+    assert ours[1] == []
+
+
+async def test_every_model_page_answers_the_same_on_the_real_data(real_db, real_settings):
+    slugs = [m["slug"] for m in json.loads(SEED.read_text())["models"]]
+    for slug in [*slugs, "deepseek-v3-1", "no-such-model"]:
+        ours, reference = await _both(real_db, real_settings, MODEL_PAGE, {"slug": slug})
+        assert ours == reference, slug
+        assert ours[1] == [], slug
 
 
 @strawberry.enum
@@ -179,35 +190,150 @@ class ToyQuery:
         return self.points(case)  # type: ignore[return-value]
 
 
+OURS = Schema(ToyQuery)
+STRAWBERRYS = strawberry.Schema(query=ToyQuery, extensions=[Coded])
+
+
 async def _toy(query: str) -> list[tuple[str, list[Any]]]:
-    answers = []
-    for executor in (CompiledQueries, StrawberryGraphQLCoreExecutionContext):
-        toy = strawberry.Schema(query=ToyQuery, execution_context_class=executor)
-        result = await toy.execute(query)
-        errors = [(e.message, e.path) for e in result.errors or ()]
-        answers.append((json.dumps(result.data), errors))
-    return answers
+    return [answer(await toy.execute(query)) for toy in (OURS, STRAWBERRYS)]
 
 
 async def test_the_same_answers_and_errors_for_values_that_do_not_fit() -> None:
     """Nulls where the schema forbids them, values that do not coerce, an error beside plain
-    fields: the short way gives them to the usual way, which answers as it always has."""
-    plain, usual_answer = await _toy(
+    fields: each such object completed again field by field, which reports it."""
+    ours, reference = await _toy(
         "{ things { __typename name size count flag colour sizes maybe other { name } } }"
     )
-    assert plain == usual_answer
-    assert len(plain[1]) == 9  # the ones graphql-core refuses
+    assert ours == reference
+    assert len(ours[1]) == 9  # the ones graphql-core refuses
 
 
 @pytest.mark.parametrize("case", range(5))
 @pytest.mark.parametrize("field", ["points", "requiredPoints"])
-async def test_lists_of_plain_objects_answer_as_the_usual_way(field, case) -> None:
+async def test_lists_of_plain_objects_answer_as_graphql_core_answers(field, case) -> None:
     """A null item, a value that does not coerce, an item of another type, a long list."""
-    plain, usual_answer = await _toy(f"{{ a: {field}(case: {case}) {{ x label __typename }} }}")
-    assert plain == usual_answer
+    ours, reference = await _toy(f"{{ a: {field}(case: {case}) {{ x label __typename }} }}")
+    assert ours == reference
 
 
 async def test_a_selection_of_the_type_name_only() -> None:
-    plain, usual_answer = await _toy("{ points(case: 0) { __typename t: __typename } }")
-    assert plain == usual_answer
-    assert json.loads(plain[0]) == {"points": [{"__typename": "Point", "t": "Point"}] * 2}
+    ours, reference = await _toy("{ points(case: 0) { __typename t: __typename } }")
+    assert ours == reference
+    assert json.loads(ours[0]) == {"points": [{"__typename": "Point", "t": "Point"}] * 2}
+
+
+def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None:
+    runner, engine, settings = synthetic_data
+    ours, result, reference = runner.run(
+        _on_both(engine, settings, Request(MODEL_PAGE, {"slug": "tiny-1b"}, None))
+    )
+    assert ours == reference and ours[1] == []
+    assert result.extensions["cost"]["actualQueryCost"] > 100
+
+
+@pytest.mark.parametrize(
+    ("query", "variables", "expected"),
+    [
+        (  # the resolver refuses: a field error, the non-null root nulled
+            '{ leaderboard(task: "text-to-image") { task { name } } }',
+            {},
+            {
+                "message": "unknown task 'text-to-image'; the tasks are lm-arena-chat",
+                "locations": [{"line": 1, "column": 3}],
+                "path": ["leaderboard"],
+                "extensions": {"code": "BAD_USER_INPUT"},
+            },
+        ),
+        (  # a variable that does not coerce: a request error
+            MODEL_PAGE,
+            {"slug": 12},
+            {
+                "message": "Variable '$slug' has invalid value: String cannot represent a "
+                "non string value: 12",
+                "locations": [{"line": 3, "column": 17}],
+                "extensions": {"code": "BAD_USER_INPUT"},
+            },
+        ),
+    ],
+    ids=["a resolver refuses", "a variable does not coerce"],
+)
+def test_errors_are_answered_as_strawberry_answers_them(
+    synthetic_data, query, variables, expected
+) -> None:
+    runner, engine, settings = synthetic_data
+    ours, result, reference = runner.run(
+        _on_both(engine, settings, Request(query, variables, None))
+    )
+    assert ours == reference == ("null", [expected])
+    assert result.extensions == {}
+
+
+async def test_several_operations_without_a_name_are_refused() -> None:
+    """The spec's GetOperation() needs a name; strawberry would run the first."""
+    result = await schema.execute("query A { models { slug } } query B { tasks { name } }")
+    assert answer(result) == (
+        "null",
+        [
+            {
+                "message": "The document holds several operations: say which to run with "
+                "`operationName`.",
+                "extensions": {"code": "BAD_REQUEST"},
+            }
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "operation_name", "allowed", "raised"),
+    [
+        ("", None, None, MissingQueryError),
+        ("{ gpus { name } }", "Other", None, CannotGetOperationTypeError),
+        ("fragment F on Gpu { name }", None, None, CannotGetOperationTypeError),
+        ("mutation { gpus { name } }", None, [OperationType.QUERY], InvalidOperationTypeError),
+    ],
+)
+async def test_what_strawberry_raises_is_raised(query, operation_name, allowed, raised) -> None:
+    with pytest.raises(raised):
+        await schema.execute(query, operation_name=operation_name, allowed_operation_types=allowed)
+
+
+async def _paid(engine: Any, settings: Any, query: str, variables: Any) -> float:
+    """What a client has left of a fresh bucket after the query is run twice (the first run
+    reads the document; the second pays for its cost alone)."""
+    bucket = CostBucket(10_000, 0.000001)
+    settings = settings.model_copy(update={"rate_limit": True})
+    catalogs = Catalogs()
+    left = []
+    for _ in range(2):
+        context = RequestContext(
+            session=None,
+            sessions=sessionmaker(engine),
+            settings=settings,
+            catalogs=catalogs,
+            client="someone",
+            cost_bucket=bucket,
+        )
+        try:
+            before = bucket.available("someone", 0.0)
+            result = await schema.execute(query, variables, context_value=context)
+            left.append((before - bucket.available("someone", 0.0), result))
+        finally:
+            if context.session is not None:
+                await context.session.close()
+    return left[1]
+
+
+@pytest.mark.parametrize(
+    ("query", "variables"),
+    [
+        (MODEL_PAGE, {"slug": "tiny-1b"}),
+        ("query ($t: String!) { leaderboard(task: $t) { task { name } } }", {"t": "text-to-image"}),
+    ],
+    ids=["an answer", "a field error that nulls the answer"],
+)
+def test_a_client_pays_once_what_its_answer_cost(synthetic_data, query, variables) -> None:
+    runner, engine, settings = synthetic_data
+    paid, result = runner.run(_paid(engine, settings, query, variables))
+    cost = (result.extensions or {}).get("cost", {}).get("actualQueryCost", 0)
+    assert paid == pytest.approx(cost, abs=0.01)
+    assert (cost > 100) == (result.errors is None)  # a nulled answer costs nothing

@@ -769,7 +769,7 @@ def test_e_warm_model_page_through_nginx_cache_runs_at_half_the_static_rate(
     assert second.body == first.body
 
     # An expired entry is revalidated: nginx asks with If-None-Match, the replica answers 304.
-    def replica_304s() -> int:  # the replicas' request lines (JSON, graph/server/logs.py)
+    def replica_304s() -> int:  # the replicas' request lines (JSON, graph/server/observability.py)
         lines = [line for log in topology.logs for line in log.read_text("utf-8").splitlines()]
         records = [json.loads(line) for line in lines if line.startswith("{")]
         wanted = ("request", "GET", "/graphql", 304)

@@ -1,6 +1,7 @@
-"""The GraphQL engine: parsing and validating within limits, costs, error codes and the fast
-execution of plain fields. Knows GraphQL (graphql-core, strawberry), not LeadGreen's data.
+"""The GraphQL engine: each request parsed and validated within limits, charged, and executed
+by its query's plan, errors coded and masked. Knows GraphQL (graphql-core, strawberry), not
+LeadGreen's data.
 
-May import graph.settings, graph.errors and graph.caches; not db, analysis, graph.schema or
-graph.server. Every use of strawberry's or graphql-core's internals is in `internals.py`.
+May import graph.internals, graph.settings, graph.errors and graph.caches; not db, analysis,
+graph.schema or graph.server. Every use of a library's internals is in graph/internals.py.
 """

@@ -1,11 +1,12 @@
-"""Query cost: estimated from the document before execution, counted on the result after it.
+"""Query cost: estimated from the document before execution, counted on the answer after it.
 
 Every field costs 1. A field of an object type adds its selection's cost once; a list of
 objects adds it once per element: a connection's `nodes` and `edges` by its page size (`first`,
 else the default page size, at most the maximum), every other list by the bound in
 `LIST_SIZES`, taken from the largest list in the 2026-02-16 data and rounded up. GitHub and
 Shopify cost their queries the same way. The actual cost applies the same rule to the lists
-the result really holds.
+the answer really holds (a plan counts it as it builds the answer: graph/engine/completion.py;
+an answer with errors is walked).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, cast
 
 from graphql import (
@@ -38,6 +38,7 @@ from graphql import (
     get_directive_values,
     get_named_type,
     get_nullable_type,
+    get_operation_ast,
     get_variable_values,
     is_abstract_type,
     is_enum_type,
@@ -48,6 +49,7 @@ from graphql import (
     type_from_ast,
 )
 
+from graph.caches import Bounded
 from graph.engine.prepared import Prepared, small_key
 
 Arguments = Mapping[str, Any]
@@ -88,12 +90,24 @@ class Pages:
         return max(0, min(asked, self.maximum))
 
 
-@cache
+# The introspection sizes of each schema lately costed, by identity (one per app).
+_INTROSPECTION: Bounded[int, tuple[GraphQLSchema, dict[str, Size]]] = Bounded(
+    64 * 1024, lambda _sizes: 4096
+)
+
+
 def introspection_sizes(schema: GraphQLSchema) -> dict[str, Size]:
     """Introspection lists, from the schema's own counts; per type, the mean over every type.
 
     `types { fields { args { name } } }` then costs what it answers for the whole schema.
     """
+    known = _INTROSPECTION.get(id(schema))
+    if known is None or known[0] is not schema:
+        known = _INTROSPECTION[id(schema)] = (schema, _introspection_sizes(schema))
+    return known[1]
+
+
+def _introspection_sizes(schema: GraphQLSchema) -> dict[str, Size]:
     types = list(schema.type_map.values())
     outputs = [t for t in types if is_object_type(t) or is_interface_type(t)]
     fields = [f for t in outputs for f in t.fields.values()]
@@ -292,3 +306,91 @@ def requested_cost(
         return estimate()
     cost: int | None = prepared.costs.remember(key, estimate)
     return cost
+
+
+class ResultShape:
+    """The fields of a selection that have selections of their own, by response key.
+
+    The result holds only what applied, so fragments count whatever their type condition.
+    Built as far as a result goes, once per document and operation.
+    """
+
+    __slots__ = ("_children", "fragments", "sets")
+
+    def __init__(
+        self,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        sets: tuple[SelectionSetNode, ...],
+    ) -> None:
+        self.fragments, self.sets = fragments, sets
+        self._children: dict[str, ResultShape] | None = None
+
+    def children(self) -> dict[str, ResultShape]:
+        if self._children is None:
+            found: dict[str, list[SelectionSetNode]] = {}
+            for selection_set in self.sets:
+                self._collect(selection_set, found, set())
+            self._children = {
+                key: ResultShape(self.fragments, tuple(sets)) for key, sets in found.items() if sets
+            }
+        return self._children
+
+    def _collect(
+        self, node: SelectionSetNode, found: dict[str, list[SelectionSetNode]], spread: set[str]
+    ) -> None:
+        for selection in node.selections:
+            if isinstance(selection, FieldNode):
+                key = selection.alias.value if selection.alias else selection.name.value
+                subs = found.setdefault(key, [])
+                if selection.selection_set is not None:
+                    subs.append(selection.selection_set)
+            elif isinstance(selection, InlineFragmentNode):
+                self._collect(selection.selection_set, found, spread)
+            elif isinstance(selection, FragmentSpreadNode) and selection.name.value not in spread:
+                spread.add(selection.name.value)
+                fragment = self.fragments.get(selection.name.value)
+                if fragment is not None:
+                    self._collect(fragment.selection_set, found, spread)
+
+    def count(self, value: Mapping[str, Any]) -> int:
+        """Each field of the object 1, plus the cost of each object below it."""
+        total = len(value)
+        for key, child in self.children().items():
+            if key in value:
+                total += child.count_value(value[key])
+        return total
+
+    def count_value(self, value: Any) -> int:
+        if isinstance(value, Mapping):
+            return self.count(value)
+        if isinstance(value, list):
+            if not self.children():  # objects of leaves (a table's rows): each its field count
+                return sum(
+                    len(item) if isinstance(item, Mapping) else self.count_value(item)
+                    for item in value
+                )
+            return sum(self.count_value(item) for item in value)
+        return 0
+
+
+def _shape(prepared: Prepared, operation_name: str | None) -> ResultShape | None:
+    operation = get_operation_ast(prepared.document, operation_name)
+    if operation is None:
+        return None
+    fragments = {
+        d.name.value: d
+        for d in prepared.document.definitions
+        if isinstance(d, FragmentDefinitionNode)
+    }
+    return ResultShape(fragments, (operation.selection_set,))
+
+
+def actual_cost(prepared: Prepared, operation_name: str | None, data: Any) -> int:
+    """The cost of the result: each field 1, each object's fields once per object. A field
+    without a selection counts 1 whatever its value, so only objects are walked."""
+    if not isinstance(data, Mapping):
+        return 0
+    shape = prepared.memos.remember(
+        ("result shape", operation_name), lambda: _shape(prepared, operation_name)
+    )
+    return 0 if shape is None else cast(ResultShape, shape).count(data)

@@ -1,36 +1,33 @@
-"""Query limits (size, tokens, depth, aliases, directives, cost) and their charging, in one place.
+"""What a request may ask and what it pays: its document read within the limits (size, tokens),
+validated within them (graph/engine/validation.py), and its cost charged before it runs.
 
-`QueryLimits` reads them from the request's settings, so one schema serves apps with different
-settings. It parses and validates itself (each document once, see graph/engine/prepared.py)
-because its refusals carry codes of their own: strawberry's QueryDepthLimiter,
-MaxAliasesLimiter and MaxTokensLimiter report bare errors, the depth limiter skips
-introspection, and they walk every path through fragments (a few nested fragments are an
-exponential walk). Here each fragment is walked once and counted wherever it is spread.
+The limits come from the request's settings, so one schema serves apps with different
+settings. Refusals carry codes of their own (strawberry's QueryDepthLimiter, MaxAliasesLimiter
+and MaxTokensLimiter report bare errors and walk every path through fragments; here each
+fragment is walked once and counted wherever it is spread). With rate limiting on, the context
+carries `cost_bucket` (a `Bucket`) and `client`, who pays: a document this process has not read
+yet is paid for before it is read, a query's estimated cost before it runs, and what the answer
+did not use is given back after it.
 """
 
 from __future__ import annotations
 
 import inspect
-import logging
 import math
 import re
 import time
-import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from graphql import GraphQLError, OperationDefinitionNode
-from strawberry.extensions import SchemaExtension
+from graphql import GraphQLError, GraphQLSchema, OperationDefinitionNode
 
-from graph.engine.actual_cost import actual_cost
-from graph.engine.cost import Size, requested_cost
-from graph.engine.internals import core_schema, provided_operation_name
+from graph.caches import Bounded, fixed
+from graph.engine.cost import Size, actual_cost, requested_cost
 from graph.engine.prepared import Documents, Prepared, off_the_loop, parsed
 from graph.engine.validation import Limits, validation_errors
-from graph.errors import Code, internal_error, refusal, throttled
+from graph.errors import Code, refusal, throttled
 from graph.settings import Settings
 
-log = logging.getLogger("leadgreen")
 clock = time.monotonic  # the buckets' clock; tests set their own
 
 
@@ -45,78 +42,73 @@ class Bucket(Protocol):
     def refund(self, client: str, points: float, now: float) -> Any: ...
 
 
+DEFAULT = Limits.of(Settings.model_construct())
+# The limits of each settings object lately seen (one per app), by identity.
+_LIMITS: Bounded[int, tuple[Settings, Limits]] = Bounded(64 * 1024, fixed(1024))
+
+
+def limits_of(context: Any) -> Limits:
+    """The limits of the request's settings (the defaults for a context without settings)."""
+    settings = getattr(context, "settings", None)
+    if not isinstance(settings, Settings):
+        return DEFAULT
+    known = _LIMITS.get(id(settings))
+    if known is None or known[0] is not settings:
+        known = _LIMITS[id(settings)] = (settings, Limits.of(settings))
+    return known[1]
+
+
 _SUGGESTION = re.compile(r"\s*Did you mean .*$", re.S)
 
 
-class QueryLimits(SchemaExtension):
-    """Parses and validates within the request's limits, refuses a query that costs too much
-    (or that the client's bucket cannot pay for) before it runs, and reports `extensions.cost`.
+def without_suggestions(errors: list[GraphQLError]) -> None:
+    """Validation's and coercion's errors without graphql-core's "Did you mean" (the setting
+    `field_suggestions` off): they would list the schema's names to a client probing it."""
+    for error in errors:
+        if error.original_error is None or isinstance(error.original_error, GraphQLError):
+            error.message = _SUGGESTION.sub("", error.message)
 
-    With rate limiting on, the context carries `cost_bucket` (a `Bucket`) and `client`, who
-    pays. Without a bucket nothing is charged. The document, once prepared, is the context's
-    `prepared` (the executor's memos live in it). A schema takes a subclass made by `of`.
-    """
 
-    sizes: ClassVar[Mapping[str, Size]] = {}
-    documents: ClassVar[Documents] = Documents(0)
-    limits = Limits.of(Settings.model_construct())
-    prepared: Prepared | None = None
-    requested: int | None = None
-    bucket: Any = None
-    client = "anonymous"
-    available: float | None = None
-    refused = False
+class Account:
+    """What one request pays, and the cost report of its answer (`extensions.cost`)."""
 
-    @classmethod
-    def of(cls, sizes: Mapping[str, Size], documents: Documents) -> type[QueryLimits]:
-        """The extension for a schema whose list fields have these sizes (see graph.engine.cost)
-        and whose documents are kept in `documents`."""
-        return type("QueryLimits", (cls,), {"sizes": sizes, "documents": documents})
+    __slots__ = ("available", "bucket", "client", "context", "limits", "refused", "requested")
 
-    def on_operation(self) -> Iterator[None]:
-        settings = getattr(self.execution_context.context, "settings", None)
-        if isinstance(settings, Settings):
-            self.limits = Limits.of(settings)
-        yield
-        result = self.execution_context.result
-        if not self.limits.field_suggestions and result is not None:
-            for error in getattr(result, "errors", None) or ():
-                # Variable values are checked while executing; their errors have graphql-core's own.
-                if error.original_error is None or isinstance(error.original_error, GraphQLError):
-                    error.message = _SUGGESTION.sub("", error.message)
+    def __init__(self, limits: Limits, context: Any) -> None:
+        self.limits, self.context = limits, context
+        self.requested: int | None = None
+        self.bucket: Any = None
+        self.client = "anonymous"
+        self.available: float | None = None
+        self.refused = False
 
-    async def on_parse(self) -> AsyncIterator[None]:
-        """The document, prepared once per process: a new one is paid for first (with rate
-        limiting), then parsed (off the loop when large: graph/engine/prepared.py)."""
-        context = self.execution_context
-        if context.graphql_document is None and context.query is not None:
-            text = context.query
-            size = len(text.encode())
-            if size > self.limits.document_bytes:
-                raise refusal(
-                    f"The document is {size} bytes, more than the limit of "
-                    f"{self.limits.document_bytes}.",
-                    Code.DOCUMENT_TOO_LARGE,
-                )
-            prepared = self.documents.get(text, self.limits.tokens)
-            if prepared is None:
-                await self._pay_for_reading(text)
-                parsing = await off_the_loop(len(text), parsed, text, self.limits.tokens)
-                prepared = self.documents.keep(parsing, self.limits.tokens)
-            self.prepared = prepared
-            context.graphql_document = prepared.document
-            _offer(context.context, prepared)
-        yield
+    async def prepare(self, documents: Documents, text: str) -> Prepared:
+        """The document of `text`, prepared once per process: refused past the size limit; a
+        new one paid for (with rate limiting), then parsed (off the loop when large) within
+        the token limit. A GraphQLError when it is refused or not a document."""
+        limits = self.limits
+        size = len(text.encode())
+        if size > limits.document_bytes:
+            raise refusal(
+                f"The document is {size} bytes, more than the limit of {limits.document_bytes}.",
+                Code.DOCUMENT_TOO_LARGE,
+            )
+        prepared = documents.get(text, limits.tokens)
+        if prepared is None:
+            await self._pay_for_reading(text)
+            parsing = await off_the_loop(len(text), parsed, text, limits.tokens)
+            prepared = documents.keep(parsing, limits.tokens)
+        return prepared
 
     async def _pay_for_reading(self, text: str) -> None:
         """Charge the client for parsing and validating a document this process has not
         prepared (its bytes at the byte cost, spaces, newlines and commas at an eighth of it):
         THROTTLED when its bucket cannot pay. Work a client has not paid for is never done."""
-        bucket = getattr(self.execution_context.context, "cost_bucket", None)
+        bucket = getattr(self.context, "cost_bucket", None)
         if not self.limits.rate_limit or bucket is None or not self.limits.byte_cost:
             return
         fee = math.ceil(_weighed_bytes(text) * self.limits.byte_cost)
-        client = getattr(self.execution_context.context, "client", None) or "anonymous"
+        client = getattr(self.context, "client", None) or "anonymous"
         allowed, available, retry_after = await _maybe(bucket.take(client, fee, clock()))
         if not allowed:
             raise refusal(
@@ -128,31 +120,36 @@ class QueryLimits(SchemaExtension):
                 retryAfter=math.ceil(retry_after * 10) / 10,
             )
 
-    async def on_validate(self) -> AsyncIterator[None]:
-        context = self.execution_context
-        assert context.graphql_document is not None
-        if self.prepared is None or self.prepared.document is not context.graphql_document:
-            self.prepared = Prepared(context.query or "", context.graphql_document)
-        try:
-            rules = tuple(context.validation_rules)
-            schema = core_schema(context.schema)
-            errors = list(await self._validated(schema, rules))
-            if not errors:
-                errors = _several_operations(context) or await self._charge()
-        except Exception as error:  # a bug here must not reach the client unmasked
-            request_id = uuid.uuid4().hex
-            log.error("request %s failed checking limits", request_id, exc_info=error)
-            body = internal_error(request_id)
-            errors = [GraphQLError(str(body["message"]), extensions=body["extensions"])]
-        context.pre_execution_errors = errors
-        yield
+    async def admit(
+        self,
+        prepared: Prepared,
+        schema: GraphQLSchema,
+        rules: tuple[Any, ...],
+        operation_name: str | None,
+        provided_name: str | None,
+        variables: Mapping[str, Any] | None,
+        sizes: Mapping[str, Size],
+    ) -> list[GraphQLError]:
+        """The errors refusing the query before it runs: its validation's (once per document
+        and limits, off the loop when large), several operations without a name, or its cost
+        (past the limit, or more than the client's bucket holds); none when it may run."""
+        errors = list(await self._validated(prepared, schema, rules))
+        if errors:
+            return errors
+        if provided_name is None and _operations(prepared) > 1:
+            # The spec's GetOperation() needs a name; strawberry would run the first.
+            return [
+                refusal(
+                    "The document holds several operations: say which to run with `operationName`.",
+                    Code.BAD_REQUEST,
+                )
+            ]
+        return await self._charge(prepared, schema, operation_name, variables, sizes)
 
-    async def _validated(self, schema: Any, rules: tuple[Any, ...]) -> tuple[GraphQLError, ...]:
-        """The document's validation errors, once per schema, rules and limits (off the loop
-        for a large document)."""
-        prepared = self.prepared
-        assert prepared is not None
-        key = (id(schema), rules, self.limits)
+    async def _validated(
+        self, prepared: Prepared, schema: GraphQLSchema, rules: tuple[Any, ...]
+    ) -> tuple[GraphQLError, ...]:
+        key = (rules, self.limits)  # a document belongs to one schema's documents
         errors = prepared.validated.get(key)
         if errors is None:
             errors = await off_the_loop(
@@ -161,34 +158,35 @@ class QueryLimits(SchemaExtension):
             prepared.validated[key] = errors
         return errors
 
-    async def _charge(self) -> list[GraphQLError]:
+    async def _charge(
+        self,
+        prepared: Prepared,
+        schema: GraphQLSchema,
+        operation_name: str | None,
+        variables: Mapping[str, Any] | None,
+        sizes: Mapping[str, Size],
+    ) -> list[GraphQLError]:
         """Errors refusing the query for its cost; none when it may run."""
-        context = self.execution_context
-        assert self.prepared is not None
+        limits = self.limits
         self.requested = requested_cost(
-            self.prepared,
-            core_schema(context.schema),
-            context.operation_name,
-            context.variables,
-            self.limits.pages,
-            self.sizes,
+            prepared, schema, operation_name, variables, limits.pages, sizes
         )
         if self.requested is None:  # bad variables: execution says which
             return []
-        if self.requested > self.limits.cost:
+        if self.requested > limits.cost:
             self.refused = True
             return [
                 refusal(
-                    f"The query costs {self.requested}, more than the limit of {self.limits.cost}.",
+                    f"The query costs {self.requested}, more than the limit of {limits.cost}.",
                     Code.QUERY_TOO_COMPLEX,
                     cost=self.requested,
-                    maxCost=self.limits.cost,
+                    maxCost=limits.cost,
                 )
             ]
-        bucket = getattr(context.context, "cost_bucket", None)
-        if not self.limits.rate_limit or bucket is None:
+        bucket = getattr(self.context, "cost_bucket", None)
+        if not limits.rate_limit or bucket is None:
             return []
-        self.bucket, self.client = bucket, getattr(context.context, "client", None) or "anonymous"
+        self.bucket, self.client = bucket, getattr(self.context, "client", None) or "anonymous"
         allowed, self.available, retry_after = await _maybe(
             bucket.take(self.client, self.requested, clock())
         )
@@ -201,40 +199,44 @@ class QueryLimits(SchemaExtension):
             )
         ]
 
-    async def cancel(self) -> None:
-        """The request is to run again from the start (graph/engine/direct.py gave it up): give
-        back what its cost took from the bucket."""
-        if self.bucket is not None and self.requested is not None and not self.refused:
-            await _maybe(self.bucket.refund(self.client, self.requested, clock()))
-        self.bucket, self.requested = None, None
-
-    async def get_results(self) -> dict[str, Any]:
-        """`cost` for an answer without errors, or one refused for its cost; none otherwise.
-
-        The bucket gets back what the query did not use, whatever the answer.
-        """
-        context, requested = self.execution_context, self.requested
+    async def report(
+        self,
+        prepared: Prepared | None,
+        operation_name: str | None,
+        executed: bool,
+        data: Any = None,
+        errors: bool = False,
+        counted: int | None = None,
+    ) -> dict[str, Any]:
+        """`cost` for an answer without errors (its actual cost: `counted` as the answer was
+        built, else walked), or for one refused for its cost; none otherwise. The bucket gets
+        back what an executed query did not use, whatever the answer."""
+        requested = self.requested
         if requested is None:
             return {}
-        result, actual = context.result, None
-        if result is not None and self.prepared is not None:
-            actual = getattr(context.context, "counted_cost", None)
-            if actual is None or result.errors:
-                actual = actual_cost(self.prepared, context.operation_name, result.data)
+        actual = None
+        if executed and prepared is not None:
+            actual = counted if counted is not None and not errors else None
+            if actual is None:
+                actual = actual_cost(prepared, operation_name, data)
             if self.bucket is not None and not self.refused:
                 self.available = await _maybe(
                     self.bucket.refund(self.client, requested - actual, clock())
                 )
-        if not self.refused and (result is None or result.errors):
+        if not self.refused and (not executed or errors):
             return {}
-        report: dict[str, Any] = {"requestedQueryCost": requested, "actualQueryCost": actual}
+        cost: dict[str, Any] = {"requestedQueryCost": requested, "actualQueryCost": actual}
         if self.bucket is not None and self.available is not None:
-            report["throttleStatus"] = {
+            cost["throttleStatus"] = {
                 "maximumAvailable": self.bucket.capacity,
                 "currentlyAvailable": math.floor(self.available),
                 "restoreRate": self.bucket.restore_rate,
             }
-        return {"cost": report}
+        return {"cost": cost}
+
+
+def _operations(prepared: Prepared) -> int:
+    return sum(isinstance(d, OperationDefinitionNode) for d in prepared.document.definitions)
 
 
 _NOT_SIGNIFICANT = str.maketrans("", "", " \t\n\r,")
@@ -248,28 +250,6 @@ def _weighed_bytes(text: str) -> float:
     size = len(text.encode())
     significant = len(text.translate(_NOT_SIGNIFICANT).encode())
     return significant + (size - significant) * IGNORED_WEIGHT
-
-
-def _offer(context: Any, prepared: Prepared) -> None:
-    """Hand the prepared document to the executor, through a context that has room for it."""
-    if hasattr(context, "prepared"):
-        context.prepared = prepared
-
-
-def _several_operations(context: Any) -> list[GraphQLError]:
-    """The spec's GetOperation() needs a name when a document has several operations;
-    strawberry runs the first (it fills in the operation name it was not given)."""
-    if provided_operation_name(context) is not None:
-        return []
-    definitions = context.graphql_document.definitions
-    if sum(isinstance(d, OperationDefinitionNode) for d in definitions) < 2:
-        return []
-    return [
-        refusal(
-            "The document holds several operations: say which to run with `operationName`.",
-            Code.BAD_REQUEST,
-        )
-    ]
 
 
 async def _maybe(value: Any) -> Any:

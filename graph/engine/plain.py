@@ -8,8 +8,9 @@ selection once (as dataclasses and attrs write `__init__`): each field read, coe
 graphql-core's own coercion unless the value is one it returns unchanged (a finite float, a
 32-bit int, a str, a bool), and stored. When a plain field holds something else it cannot take
 as it is (a null where the schema forbids one, a value that does not coerce), the function
-answers None and the whole object goes the usual way, which reports it as it always has:
-reading an attribute has no effect, so reading it twice changes nothing.
+answers None and the object is completed field by field (graph/engine/completion.py), which
+reports it as graphql-core does: reading an attribute has no effect, so reading it twice
+changes nothing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ from graphql import (
 from graphql.type import scalars
 
 TYPENAME = "__typename"
+# Directives graphql-core applies while collecting a selection (a plan is made per request where
+# they read variables): a field they leave is plain.
+COLLECTED = frozenset({"include", "skip"})
 # A Python name written into generated code as it is: ASCII letters, digits and underscores.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 INT_RANGE = (scalars.GRAPHQL_MIN_INT, scalars.GRAPHQL_MAX_INT)
@@ -69,7 +73,7 @@ class Plan:
 
 
 # The Python attribute a GraphQL field reads when it is resolved by reading it (None otherwise):
-# strawberry's business, so the caller says (graph/engine/internals.py).
+# strawberry's business, so the caller says (graph/internals.py).
 Attribute = Callable[[Any], str | None]
 
 
@@ -102,7 +106,7 @@ def _step(
     """The field as a plain step, or None when it goes the usual way."""
     if any(
         d.fragment_variable_values is not None
-        or d.node.directives
+        or any(x.name.value not in COLLECTED for x in d.node.directives or ())
         or d.node.arguments
         or d.node.selection_set
         for d in details
@@ -146,7 +150,7 @@ def _compiled(type_name: str, steps: list[Step]) -> Callable[[Any], dict[str, An
     """One function completing the steps: straight-line code, no loop, no call for a value
     its coercion would return unchanged. Keys are passed in, not written in; an attribute is
     written in only when it is a plain identifier (`source.name`), else read by attrgetter."""
-    scope: dict[str, Any] = {"Undefined": Undefined, "items": _coerced_items}
+    scope: dict[str, Any] = {"Undefined": Undefined, "items": coerced_items}
     body = []
     for i, (key, name, coerce, non_null, items_non_null) in enumerate(steps):
         v = f"v{i}"
@@ -192,20 +196,25 @@ def _compiled(type_name: str, steps: list[Step]) -> Callable[[Any], dict[str, An
     return complete
 
 
-def _coerced_items(value: Any, coerce: Callable[[Any], Any], non_null: bool) -> list[Any] | None:
+def coerced_items(value: Any, coerce: Callable[[Any], Any], non_null: bool) -> list[Any] | None:
+    """A list of leaves coerced, or None when an item does not fit (a null where the schema
+    forbids one, a value that does not coerce)."""
     if not isinstance(value, list | tuple):
         return None
     items: list[Any] = []
-    for item in value:
-        if item is None:
-            if non_null:
+    try:
+        for item in value:
+            if item is None:
+                if non_null:
+                    return None
+                items.append(None)
+                continue
+            coerced = coerce(item)
+            if coerced is None or coerced is Undefined:
                 return None
-            items.append(None)
-            continue
-        coerced = coerce(item)
-        if coerced is None or coerced is Undefined:
-            return None
-        items.append(coerced)
+            items.append(coerced)
+    except Exception:  # completed item by item, which reports it
+        return None
     return items
 
 
@@ -217,19 +226,22 @@ def rows(
     complete = plan.complete
     completed: list[Any] = []
     fields = 0
-    for item in items:
-        if item is None:
-            if non_null:
+    try:
+        for item in items:
+            if item is None:
+                if non_null:
+                    return None
+                completed.append(None)
+                continue
+            if is_type_of is not None and is_type_of(item, info) is not True:
                 return None
-            completed.append(None)
-            continue
-        if is_type_of is not None and is_type_of(item, info) is not True:
-            return None
-        data = complete(item)
-        if data is None:
-            return None
-        fields += len(data)
-        completed.append(data)
+            data = complete(item)
+            if data is None:
+                return None
+            fields += len(data)
+            completed.append(data)
+    except Exception:  # completed item by item, which reports it
+        return None
     return completed, fields
 
 

@@ -29,7 +29,6 @@ from graphql import (
 )
 
 from graph.caches import Bounded
-from graph.engine.shape import reads_variables
 from graph.errors import Code, refusal
 
 T = TypeVar("T")
@@ -108,12 +107,14 @@ class Prepared:
 
     text: str
     document: DocumentNode
-    # Validation errors per (schema, rules, limits): a few combinations at most.
+    # Validation errors per (rules, limits): a few combinations at most.
     validated: dict[Hashable, tuple[GraphQLError, ...]] = field(default_factory=dict)
     # Estimated costs per (operation name, declared variables' values, page sizes).
     costs: Few = field(default_factory=Few)
-    # Anything else execution derives, each under a key of its own (see `remember`).
+    # What execution derives per set of variables (coerced variables, plans where directives
+    # read them, the answer's shape), each under a key of its own.
     memos: Few = field(default_factory=Few)
+    # What depends on the document only (its fragments, plans): a few keys per operation.
     derived: dict[Hashable, Any] = field(default_factory=dict)
 
     @property
@@ -128,20 +129,6 @@ class Prepared:
         if name is None:
             return operations[0] if len(operations) == 1 else None
         return next((o for o in operations if o.name and o.name.value == name), None)
-
-    def collection_key(
-        self, operation: OperationDefinitionNode, fragments: Any, variables: Any, hide: bool
-    ) -> tuple[Hashable, ...] | None:
-        """What collecting an operation's selections depends on besides its nodes: the
-        operation (the document holds its nodes, so their ids are not reused while it lives)
-        and, when its directives read them, the variables (None: too large to keep as a key)."""
-        reads = self.once(
-            ("reads variables", id(operation)), lambda: reads_variables(operation, fragments)
-        )
-        values = small_key(variables) if reads else None
-        if reads and values is None:
-            return None
-        return ("collected", id(operation), hide, values)
 
     def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """A value that depends on the document only (a fixed number of keys per document)."""

@@ -28,10 +28,10 @@ from graphql.validation import (
     ValidationRule,
 )
 
+from graph import internals
+from graph.caches import Bounded, fixed
 from graph.engine.breadth import field_merges, fragment_problem, most_arguments, selected_fields
 from graph.engine.cost import Pages
-from graph.engine.internals import EXTRA_RULES
-from graph.engine.prepared import Prepared
 from graph.engine.shape import (
     MAX_FRAGMENT_NESTING,
     FragmentsTooDeep,
@@ -197,14 +197,15 @@ def too_many_arguments(document: DocumentNode, schema: GraphQLSchema) -> list[Gr
     return []
 
 
-_DECLARED: dict[int, tuple[int, int]] = {}
+# What each schema lately validated against declares, by identity (one per app).
+_DECLARED: Bounded[int, tuple[GraphQLSchema, tuple[int, int]]] = Bounded(64 * 1024, fixed(256))
 
 
 def _declared(schema: GraphQLSchema) -> tuple[int, int]:
     """The most arguments a field or directive of the schema declares, and the most fields
     an input object type of it declares (once per schema)."""
-    found = _DECLARED.get(id(schema))
-    if found is None:
+    known = _DECLARED.get(id(schema))
+    if known is None or known[0] is not schema:
         arguments = max((len(d.args) for d in schema.directives), default=0)
         fields = 0
         for named in schema.type_map.values():
@@ -212,8 +213,8 @@ def _declared(schema: GraphQLSchema) -> tuple[int, int]:
                 arguments = max([arguments, *(len(f.args) for f in named.fields.values())])
             elif is_input_object_type(named):
                 fields = max(fields, len(named.fields))
-        found = _DECLARED[id(schema)] = (arguments, fields)
-    return found
+        known = _DECLARED[id(schema)] = (schema, (arguments, fields))
+    return known[1]
 
 
 # Validation's rules about fragments, none of which needs the schema's types.
@@ -243,19 +244,6 @@ def _fragments_too_deep() -> GraphQLError:
     )
 
 
-def validated(
-    prepared: Prepared, schema: Any, rules: tuple[Any, ...], limits: Limits
-) -> tuple[GraphQLError, ...]:
-    """The document's validation errors, once per schema, rules and limits."""
-    key = (id(schema), rules, limits)
-    errors = prepared.validated.get(key)
-    if errors is None:
-        errors = prepared.validated[key] = validation_errors(
-            prepared.document, schema, rules, limits
-        )
-    return errors
-
-
 def validation_errors(
     document: DocumentNode, schema: Any, rules: tuple[Any, ...], limits: Limits
 ) -> tuple[GraphQLError, ...]:
@@ -277,7 +265,7 @@ def validation_errors(
         validate(
             schema,
             document,
-            (*rules, *EXTRA_RULES, FiniteNumbers),
+            (*rules, *internals.EXTRA_RULES, FiniteNumbers),
             max_errors=MAX_ERRORS,
             hide_suggestions=not limits.field_suggestions,
         )

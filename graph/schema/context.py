@@ -39,10 +39,6 @@ class Context:
     catalogs: Catalogs = field(default_factory=Catalogs)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _releases: dict[int, ReleaseRow] = field(default_factory=dict)
-    # The request's document as the engine prepared it (graph/engine/limits.py sets it), and
-    # its answer's cost when the executor counted it while building it.
-    prepared: Any = None
-    counted_cost: int | None = None
     sessions: Callable[[], AsyncSession] | None = None
 
     @property

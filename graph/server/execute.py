@@ -17,7 +17,6 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from db.tables import ReleaseRow
-from graph.engine.direct import Direct
 from graph.errors import Code, retry_after_seconds
 from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
@@ -41,7 +40,7 @@ RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in 
 
 @dataclass
 class RequestContext(Context):
-    """The context of a rate-limited request: who pays, and the buckets (see QueryLimits)."""
+    """The context of a rate-limited request: who pays, and the buckets (graph/engine/limits.py)."""
 
     client: str = "anonymous"
     cost_bucket: RateLimiter | None = None
@@ -91,12 +90,6 @@ async def execute(
     try:
         allowed = GET_TYPES if get else POST_TYPES
         variables = dict(request.variables or {})  # ours is shared
-        direct = Direct.of(schema)
-        if direct is not None:
-            answer = await direct.answer(query, variables, request.operation_name, context, allowed)
-            if answer is not None:
-                return answer
-            context.prepared = context.counted_cost = None  # the usual way starts afresh
         try:
             return await schema.execute(
                 query,

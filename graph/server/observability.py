@@ -551,7 +551,7 @@ def logging_config(level: str) -> dict[str, Any]:
 class ExpectedErrors(logging.Filter):
     """strawberry logs every error of a result, with its traceback; the ones a client caused
     (and each refusal) are the request line's, and unexpected ones are logged where they are
-    masked (graph/engine/masking.py)."""
+    masked (graph/engine/execution.py)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.msg  # strawberry logs the error itself, with its original's traceback

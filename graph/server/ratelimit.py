@@ -98,7 +98,7 @@ class RateLimiter:
 
     The buckets are in this process, or in Redis (one Lua script per charge) with this
     process's buckets standing in while Redis is unreachable. `take` and `refund` have
-    CostBucket's arguments (the clock is Redis's there), awaited: QueryLimits charges through
+    CostBucket's arguments (the clock is Redis's there), awaited: the engine charges through
     them (the context's `cost_bucket`), and so does a cache hit.
     """
 
@@ -216,7 +216,7 @@ def _network(host: str) -> str:
     return str(address)
 
 
-# A stored answer ends with its cost report: `..."actualQueryCost":N}}}` (QueryLimits puts
+# A stored answer ends with its cost report: `..."actualQueryCost":N}}}` (the engine puts
 # `extensions.cost` last, and only answers without errors are stored).
 _ACTUAL = b'"actualQueryCost":'
 _TAIL = b"}}}"
