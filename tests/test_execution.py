@@ -26,7 +26,7 @@ from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA as schema
 from tests.conftest import SEED
 from tests.queries import Request
-from tests.test_plan import REFERENCE, Coded, _on_both, answer
+from tests.test_query_plans import REFERENCE, Coded, _on_both, answer
 
 pytestmark = pytest.mark.anyio
 FIELDS = """id gpuModel numGpus modelId maxNumSeqs tensorParallel dataParallel expertParallel
@@ -238,7 +238,7 @@ def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None
             '{ leaderboard(task: "text-to-image") { task { name } } }',
             {},
             {
-                "message": "unknown task 'text-to-image'; the tasks are lm-arena-chat",
+                "message": "unknown task 'text-to-image' in `task`; `tasks` lists them",
                 "locations": [{"line": 1, "column": 3}],
                 "path": ["leaderboard"],
                 "extensions": {"code": "BAD_USER_INPUT"},
