@@ -46,7 +46,7 @@ class Constraints:
 
 @dataclass(frozen=True)
 class Fields(Generic[T]):
-    """How a ranking reads an item: the candidate it is (analysis.ranking's rows: by column)."""
+    """How a ranking reads an item: the candidate it is (db.derived reads its rows by column)."""
 
     model: Callable[[T], Hashable]
     gpu: Callable[[T], str]

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from bench.servers import BIN, ROOT
-from db.engine import create_engine
+from db.database import create_engine
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "LEADGREEN_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"

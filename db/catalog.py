@@ -23,8 +23,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from analysis.pareto import pareto_optimal_within
-from analysis.ranking import scope_key
+from analysis.pareto import pareto_optimal_within, scope_key
 from db import reads
 from db.kinds import KINDS, LLM, Kind, kind_of, kind_of_row
 from db.rows import Row
@@ -99,7 +98,7 @@ class Catalog:
     rows: Mapping[Kind, Sequence[Row]]
     _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False)
     # Objects made per row for the layers above (there can be one per row of the release):
-    # whoever holds the catalog may bound them (graph.schema.catalogs does).
+    # whoever holds the catalog may bound them (graph.schema.memory does).
     objects: MutableMapping[Hashable, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -196,7 +195,7 @@ class Catalog:
 
     def pareto(self, kind: Kind, row: Row, scope: str, latency: str | None = None) -> bool:
         """Whether `row` is on the time-energy frontier of its group under `scope` (see
-        analysis.ranking), within its task; `latency` is the kind's latency column to use.
+        analysis.pareto), within its task; `latency` is the kind's latency column to use.
 
         Each task's memberships are computed once per scope and latency, for all its rows.
         """

@@ -18,8 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from analysis.leaderboard import Candidate, Constraints, Fields, PerModel, best_per_model_sorted
-from analysis.pareto import frontier
-from analysis.ranking import scope_key
+from analysis.pareto import frontier, scope_key
 from db.catalog import Catalog
 from db.kinds import Kind
 from db.rows import Row

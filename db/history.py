@@ -1,4 +1,5 @@
-"""Read the upstream data's history from a local clone (bare or not) of the leaderboard repository.
+"""The upstream data's history, read from a local clone (bare or not) of the leaderboard
+repository, and ingested as releases: one per commit that changed the data, oldest first.
 
 Only local git: every command runs with `--git-dir` (no discovery of a repository above the given
 directory), without the caller's GIT_* variables, with lazy fetches and transports forbidden.
@@ -11,11 +12,17 @@ import contextlib
 import os
 import re
 import subprocess
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from db.errors import IngestError
 from db.fetch import Fetched, parse_json
+from db.ingest import IngestReport, Origin, ingest
+from db.shapes import Manifest
+from db.snapshot import load_snapshot
 
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
 
@@ -227,3 +234,27 @@ class GitFetcher:
                 process.kill()
         await process.stdout.read()  # to its end: a pipe left paused would never see it close
         await process.wait()
+
+
+async def ingest_history(
+    make_session: async_sessionmaker[AsyncSession],
+    git_dir: Path,
+    manifest: Manifest | None = None,
+    manifest_raw: bytes | None = None,
+    manifest_name: str = "manifest",
+    *,
+    progress: Callable[[int, int, Commit], None] = lambda _n, _of, _commit: None,
+) -> AsyncIterator[IngestReport]:
+    """Ingest each commit of `git_dir` that changed `public/data`, oldest first, each in its own
+    transaction (a commit already ingested changes nothing); the manifest is each release's
+    provenance only where it describes that release's data."""
+    commits = data_commits(git_dir)
+    for n, commit in enumerate(commits, start=1):
+        progress(n, len(commits), commit)
+        async with GitFetcher(git_dir, commit.sha) as fetcher:
+            snapshot = await load_snapshot(fetcher.location, source=fetcher)
+        origin = Origin(commit=commit.sha, date=commit.date, subject=commit.subject)
+        async with make_session() as session:
+            yield await ingest(
+                session, snapshot, manifest, manifest_raw, manifest_name, origin=origin
+            )

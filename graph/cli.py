@@ -20,12 +20,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from db import reads
-from db.engine import create_engine, create_tables, normalize_url, sessionmaker
+from db.database import create_engine, create_tables, normalize_url, sessionmaker
 from db.errors import IngestError
 from db.files import ExportError, release_files, write_files
-from db.history import Commit
+from db.history import Commit, ingest_history
 from db.ingest import IngestReport, ingest
-from db.replay import ingest_history
 from db.snapshot import load_manifest, load_snapshot
 from graph.settings import Settings
 

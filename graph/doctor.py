@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from db import reads
-from db.engine import alembic_config, create_engine, normalize_url, sessionmaker
+from db.database import alembic_config, create_engine, normalize_url, sessionmaker
 from graph.settings import Settings
 
 Status = Literal["ok", "warning", "problem", "skipped"]

@@ -22,12 +22,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, create_tables, sessionmaker
+from db.database import create_engine, create_tables, sessionmaker
 from db.ingest import IngestReport, ingest
 from db.snapshot import load_manifest, load_snapshot
 from graph.schema import build_schema
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic

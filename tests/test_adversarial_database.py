@@ -18,7 +18,7 @@ import warnings
 import pytest
 from sqlalchemy import text
 
-from db.engine import create_engine
+from db.database import create_engine
 from graph.errors import Code, database_fault
 from tests.test_faults import after_the_poll, fault_settings, pg_url, proxied, serving
 

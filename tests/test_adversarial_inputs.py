@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from starlette.routing import Route
 
-from db.engine import create_engine
+from db.database import create_engine
 from db.tables import metadata
 from graph.server.app import create_app
 from graph.settings import Settings

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from db.files import ExportError, release_file, release_files
 from db.tables import BlobRow, ReleaseFileRow
 

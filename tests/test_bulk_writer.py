@@ -13,7 +13,7 @@ from sqlalchemy import Column, Integer, LargeBinary, MetaData, Table, Text, sele
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from db import bulk
-from db.engine import sessionmaker
+from db.database import sessionmaker
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.types import ExecutionResult
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from graph.server.app import create_app
 from graph.server.handler import Execute
 from graph.server.protocol import from_json_body

@@ -13,11 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db import reads
 from db.catalog import Bound, Catalog, ConfigurationFilter, NoSuchRelease, load_catalog
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from db.kinds import DIFFUSION, LLM
 from db.tables import ConfigurationRow
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.documents import MODEL_PAGE
 from graph.settings import Settings
 from tests import synthetic
@@ -186,7 +186,7 @@ async def test_a_failed_read_is_tried_again(synthetic_db, monkeypatch) -> None:
             raise ConnectionResetError("the database went away")
         return await real(session, release_id)
 
-    monkeypatch.setattr("graph.schema.catalogs.load_catalog", flaky)
+    monkeypatch.setattr("graph.schema.memory.load_catalog", flaky)
     async with sessionmaker(synthetic_db)() as session:
         release = await reads.latest_release(session)
         assert release is not None

@@ -26,7 +26,7 @@ from analysis.changes import (
     diff_releases,
     diff_task,
 )
-from db.engine import create_engine
+from db.database import create_engine
 from db.kinds import KEY_FIELDS
 from graph.schema.types.timeline import sentences
 from graph.settings import Settings

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 from strawberry.http import process_result
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from graph.engine import limits
 from graph.engine.cost import Pages, actual_cost
 from graph.engine.cost import requested_cost as estimate

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from db.engine import create_engine, create_tables
+from db.database import create_engine, create_tables
 from graph import doctor
 from graph.cli import main
 from graph.settings import Settings

@@ -16,10 +16,10 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types.graphql import OperationType
 
 from db import reads
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from graph.engine.execution import Schema
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.documents import MODEL_PAGE
 from graph.server.execute import RequestContext
 from graph.server.ratelimit import CostBucket

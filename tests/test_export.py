@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, create_tables, sessionmaker
+from db.database import create_engine, create_tables, sessionmaker
 from db.files import release_files
 from graph.cli import main
 from tests.conftest import EARLIER, SEED, SNAPSHOT, ingest_dir

@@ -25,7 +25,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from db.engine import create_engine, create_tables
+from db.database import create_engine, create_tables
 from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from db.files import release_files
-from db.replay import ingest_history
+from db.history import ingest_history
 from db.snapshot import load_manifest
 from graph.cli import main
 from graph.settings import Settings

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db import content
 from db.content import content_digest, digest_aside
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from db.snapshot import load_snapshot
 from db.tables import ReleaseRow
 from tests import synthetic

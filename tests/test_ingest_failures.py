@@ -21,7 +21,7 @@ from sqlalchemy import event, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from db import bulk
-from db.engine import create_engine, sessionmaker
+from db.database import create_engine, sessionmaker
 from db.errors import IngestError
 from db.snapshot import load_manifest, load_snapshot
 from db.tables import metadata

@@ -14,12 +14,12 @@ import pytest
 from graphql import get_introspection_query, parse
 from graphql.execution.executor import Executor
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from graph import internals
 from graph.engine import completion, plan
 from graph.engine.prepared import INLINE_CHARS
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.documents import MODEL_PAGE
 from tests.conftest import ROOT, SCHEMA
 

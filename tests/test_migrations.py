@@ -7,7 +7,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import alembic_config, create_tables, schema_drift
+from db.database import alembic_config, create_tables, schema_drift
 
 pytestmark = pytest.mark.anyio
 

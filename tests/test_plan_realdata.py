@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from db.engine import create_engine
+from db.database import create_engine
 from graph.settings import Settings
 from tests.conftest import SNAPSHOT, make_execute
 

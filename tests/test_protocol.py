@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from db.engine import create_engine
+from db.database import create_engine
 from graph.errors import Code, database_fault
 from graph.server.app import create_app
 from tests.conftest import ROOT

@@ -25,13 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from strawberry.extensions import SchemaExtension
 from strawberry.permission import BasePermission
 
-from db.engine import sessionmaker
+from db.database import sessionmaker
 from graph import internals
 from graph.engine import completion
 from graph.engine.cost import actual_cost
 from graph.engine.execution import Schema, coded
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.schema.query import Query
 from graph.schema.types.diffusion import ImageConfiguration, VideoConfiguration
 from graph.server.documents import MODEL_PAGE

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from db.engine import create_engine, create_tables
+from db.database import create_engine, create_tables
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import (

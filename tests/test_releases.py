@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from db.engine import create_engine, create_tables
+from db.database import create_engine, create_tables
 from graph.settings import Settings
 from tests.conftest import (
     BACKENDS,

@@ -29,9 +29,9 @@ from graphql import (
 from graphql.pyutils import Undefined
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from db.engine import create_engine
-from graph.schema.catalogs import Catalogs
+from db.database import create_engine
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.settings import Settings
 from tests.conftest import SCHEMA, app_client
 from tests.test_ranking_api import ranking_url

@@ -1,4 +1,4 @@
-"""Alembic environment: migrations run on the connection `db.engine.migrate` hands over."""
+"""Alembic environment: migrations run on the connection `db.database.migrate` hands over."""
 
 from __future__ import annotations
 

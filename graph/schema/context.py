@@ -15,7 +15,7 @@ from db.catalog import Catalog
 from db.kinds import Kind
 from db.tables import ModelRow, ReleaseRow, TaskRow
 from graph.errors import BadInput, NoData
-from graph.schema.catalogs import Catalogs
+from graph.schema.memory import Catalogs
 from graph.settings import Settings
 
 R = TypeVar("R")

@@ -21,11 +21,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from db.engine import create_engine, create_tables, normalize_url, sessionmaker
+from db.database import create_engine, create_tables, normalize_url, sessionmaker
 from graph.caches import Budget
 from graph.errors import Code
 from graph.schema import build_schema
-from graph.schema.catalogs import Catalogs
+from graph.schema.memory import Catalogs
 from graph.server import execute as run
 from graph.server.documents import document_routes
 from graph.server.edge import Edge

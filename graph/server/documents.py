@@ -28,8 +28,8 @@ from db import reads
 from db.files import release_file
 from graph.caches import Bounded
 from graph.errors import ApiError, Code
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.responses import Encoded, choose, error_response, etag_matches, weak
 from graph.settings import Settings
 

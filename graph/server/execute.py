@@ -18,8 +18,8 @@ from strawberry.types.graphql import OperationType
 
 from db.tables import ReleaseRow
 from graph.errors import Code, retry_after_seconds
-from graph.schema.catalogs import Catalogs
 from graph.schema.context import Context
+from graph.schema.memory import Catalogs
 from graph.server.protocol import (
     FAULT_STATUS,
     GraphQLRequest,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.ranking import by_gpu, by_model
+from analysis.pareto import by_gpu, by_model
 from db import derived
 from db.kinds import DIFFUSION, LLM, Kind
 from graph.schema.answers.selection import select

@@ -1,4 +1,5 @@
-"""The catalogs a process holds: the default release's, and others' within a byte budget."""
+"""The release catalogs a process keeps in memory: the default release's, and others' within a
+byte budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Engines and sessions for SQLite (the default) and PostgreSQL."""
+"""Engines and sessions for SQLite (the default) and PostgreSQL, and the migrations that make
+their tables."""
 
 from __future__ import annotations
 
