@@ -33,7 +33,7 @@ from graph.engine.execution import Schema, coded
 from graph.schema.context import Context
 from graph.schema.memory import Catalogs
 from graph.schema.query import Query
-from graph.schema.types.diffusion import ImageConfiguration, VideoConfiguration
+from graph.schema.types.model import ImageConfiguration, VideoConfiguration
 from graph.server.documents import MODEL_PAGE
 from graph.server.execute import close_quietly
 from graph.settings import Settings

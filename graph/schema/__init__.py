@@ -17,7 +17,7 @@ from graph.engine.execution import Schema
 from graph.engine.prepared import Documents
 from graph.schema.costs import LIST_SIZES
 from graph.schema.query import Query
-from graph.schema.types.diffusion import ImageConfiguration, VideoConfiguration
+from graph.schema.types.model import ImageConfiguration, VideoConfiguration
 from graph.settings import Settings
 
 # The schema's names as strawberry converts them: a few hundred short strings.

@@ -17,10 +17,8 @@ from graph.schema.answers.filters import page_size, to_filter
 from graph.schema.context import Context, unknown
 from graph.schema.inputs import AnyFilter, AnyOrder, Direction
 from graph.schema.types.changes import ReleaseChanges
-from graph.schema.types.configuration import Connection, Edge, PageInfo
 from graph.schema.types.gpu import Gpu
-from graph.schema.types.model import Model
-from graph.schema.types.objects import configuration
+from graph.schema.types.model import Connection, Edge, Model, PageInfo, configuration
 from graph.schema.types.release import Release
 from graph.schema.types.source import LeadGreenIndex, Source
 from graph.schema.types.task import Task

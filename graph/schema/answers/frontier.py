@@ -11,8 +11,7 @@ from db.kinds import DIFFUSION, LLM, Kind
 from graph.schema.answers.selection import select
 from graph.schema.context import Context
 from graph.schema.inputs import ItlPercentile, ParetoScope
-from graph.schema.types.model import Model
-from graph.schema.types.objects import configuration
+from graph.schema.types.model import Model, configuration
 from graph.schema.types.ranking import DiffusionParetoFrontier, ParetoFrontier
 
 # The frontier's GraphQL type, by kind.

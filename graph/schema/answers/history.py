@@ -11,9 +11,8 @@ from db.timeline import timeline as ordered
 from graph.errors import BadInput, NoData
 from graph.schema.context import Context
 from graph.schema.types.gpu import Gpu
-from graph.schema.types.model import Model
+from graph.schema.types.model import Model, configuration
 from graph.schema.types.node import Node, parse_id
-from graph.schema.types.objects import configuration
 from graph.schema.types.release import Release
 from graph.schema.types.task import Task
 from graph.schema.types.timeline import ReleaseSummary, TimelineEntry

@@ -15,9 +15,7 @@ from graph.schema.answers.filters import check_at_least
 from graph.schema.answers.selection import Selection, select
 from graph.schema.context import Context, known_gpu
 from graph.schema.inputs import DiffusionConstraints, LlmConstraints
-from graph.schema.types.configuration import Configuration
-from graph.schema.types.diffusion import diffusion_of
-from graph.schema.types.model import Model
+from graph.schema.types.model import Configuration, Model, diffusion_of
 from graph.schema.types.ranking import (
     DiffusionLeaderboard,
     DiffusionLeaderboardEntry,

@@ -19,9 +19,8 @@ from graph.schema.answers.filters import check_at_least, page_size
 from graph.schema.answers.selection import select
 from graph.schema.context import Context, known_gpu, known_task, unknown
 from graph.schema.inputs import DemandInput, LatencyInput, PlanObjective, SiteInput
-from graph.schema.types.configuration import exact_output_length
+from graph.schema.types.model import configuration, exact_output_length
 from graph.schema.types.node import parse_id
-from graph.schema.types.objects import configuration
 from graph.schema.types.plan import (
     DeploymentPlan,
     DeploymentPlans,

@@ -19,9 +19,8 @@ from graph.errors import BadInput
 from graph.schema.answers.filters import to_filter
 from graph.schema.context import Context, known_gpu, known_model, known_task
 from graph.schema.inputs import AnyFilter
-from graph.schema.types.configuration import Configuration
 from graph.schema.types.fitted import FittedCurveSeries
-from graph.schema.types.model import Model
+from graph.schema.types.model import Configuration, Model
 from graph.schema.types.node import parse_id
 from graph.schema.types.statistics import (
     BinScale,

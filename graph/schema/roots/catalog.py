@@ -22,10 +22,8 @@ from graph.schema.inputs import (
     ReleaseArgument,
 )
 from graph.schema.types.changes import ReleaseChanges
-from graph.schema.types.configuration import Configuration, Connection
-from graph.schema.types.diffusion import DiffusionConfiguration
 from graph.schema.types.gpu import Gpu
-from graph.schema.types.model import Model
+from graph.schema.types.model import Configuration, Connection, DiffusionConfiguration, Model
 from graph.schema.types.release import Release
 from graph.schema.types.source import LeadGreenIndex, Source
 from graph.schema.types.task import Task

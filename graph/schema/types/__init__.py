@@ -1,5 +1,5 @@
 """The output types, one module per family, each converting rows at the boundary (`of`,
-`from_row`). A type that links to one defined above it asks `late` for its constructor.
+`from_row`); families that construct each other (a model and its configurations) share one.
 
 May import graph.schema.inputs, graph.schema.memory, db and analysis; not answers or roots.
 """

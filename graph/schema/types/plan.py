@@ -10,9 +10,9 @@ from graph.schema.inputs import PlanObjective
 from graph.schema.types.task import Task
 
 if TYPE_CHECKING:
-    from graph.schema.types.configuration import ServingConfiguration
+    from graph.schema.types.model import ServingConfiguration
 
-LazyServing = Annotated["ServingConfiguration", strawberry.lazy("graph.schema.types.configuration")]
+LazyServing = Annotated["ServingConfiguration", strawberry.lazy("graph.schema.types.model")]
 
 LOWER = (
     "the lower bound of power: every output at the configuration's measured efficiency "

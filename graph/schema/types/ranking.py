@@ -10,12 +10,10 @@ from graph.schema.inputs import EnergyBasis, ItlPercentile
 from graph.schema.types.task import Task
 
 if TYPE_CHECKING:
-    from graph.schema.types.configuration import Configuration
-    from graph.schema.types.diffusion import DiffusionConfiguration
-    from graph.schema.types.model import Model
+    from graph.schema.types.model import Configuration, DiffusionConfiguration, Model
 
-LazyConfiguration = Annotated["Configuration", strawberry.lazy("graph.schema.types.configuration")]
-LazyDiffusion = Annotated["DiffusionConfiguration", strawberry.lazy("graph.schema.types.diffusion")]
+LazyConfiguration = Annotated["Configuration", strawberry.lazy("graph.schema.types.model")]
+LazyDiffusion = Annotated["DiffusionConfiguration", strawberry.lazy("graph.schema.types.model")]
 LazyModel = Annotated["Model", strawberry.lazy("graph.schema.types.model")]
 
 

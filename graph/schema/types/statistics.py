@@ -14,7 +14,7 @@ from db import fields
 from db.kinds import KINDS, LLM
 from db.rows import LlmRow
 from graph.schema.types import common as metric
-from graph.schema.types.configuration import Configuration
+from graph.schema.types.model import Configuration
 from graph.schema.types.task import Task
 
 
