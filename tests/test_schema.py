@@ -273,7 +273,7 @@ async def test_empty_database_says_so(engine, settings) -> None:
 
 
 async def test_unexpected_errors_are_masked(execute_synthetic, monkeypatch) -> None:
-    from graph.schema.answers import catalog
+    from graph.schema.answers import listings as catalog
 
     async def broken(*_args, **_kwargs):
         raise RuntimeError("SELECT secret FROM somewhere")

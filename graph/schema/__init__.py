@@ -1,6 +1,6 @@
 """The GraphQL schema: LeadGreen's types and root fields, executed by the engine.
 
-Where things go: a root field in `roots/<area>.py` (it reads its arguments and calls one
+Where things go: a root field in `query.py` (it reads its arguments and calls one
 function of `answers/<area>.py`), the answer's computation in `answers/`, output types in
 `types/` (one module per family), input types, argument enums and shared argument declarations
 in `inputs.py`. May import graph.engine, graph.internals, graph.settings, graph.errors,

@@ -2,5 +2,5 @@
 (BadInput names what is wrong; a GPU, task or model name through graph.schema.context's
 known_gpu, known_task and known_model) and builds the answer's types.
 
-May import graph.schema.types, inputs, context, cursor, db and analysis; not graph.schema.roots.
+May import graph.schema.types, inputs, context, cursor, db and analysis; not graph.schema.query.
 """

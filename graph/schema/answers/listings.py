@@ -1,5 +1,5 @@
-"""Answers about the catalog itself: source, index, releases, changes, models, GPUs, tasks, and
-the configuration connections."""
+"""What a release lists: its source and index, the releases and their changes, models, GPUs,
+tasks, and pages of configurations."""
 
 from __future__ import annotations
 

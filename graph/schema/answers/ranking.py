@@ -1,28 +1,33 @@
-"""Leaderboards and comparisons: per model, the best configuration under constraints."""
+"""Rankings: leaderboards and comparisons (per model, the best configuration under constraints),
+and time-energy Pareto frontiers (one per group of configurations the scope makes)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import strawberry
 
 from analysis.compare import compare_gpus, compare_models, ratios_to_best
 from analysis.leaderboard import Constraints
-from db.kinds import DIFFUSION, LLM
+from analysis.pareto import by_gpu, by_model
+from db import derived
+from db.kinds import DIFFUSION, LLM, Kind
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least
 from graph.schema.answers.selection import Selection, select
 from graph.schema.context import Context, known_gpu
-from graph.schema.inputs import DiffusionConstraints, LlmConstraints
-from graph.schema.types.model import Configuration, Model, diffusion_of
+from graph.schema.inputs import DiffusionConstraints, ItlPercentile, LlmConstraints, ParetoScope
+from graph.schema.types.model import Configuration, Model, configuration, diffusion_of
 from graph.schema.types.ranking import (
     DiffusionLeaderboard,
     DiffusionLeaderboardEntry,
+    DiffusionParetoFrontier,
     GpuComparison,
     Leaderboard,
     LeaderboardEntry,
     ModelStanding,
+    ParetoFrontier,
 )
 from graph.schema.types.task import Task
 
@@ -199,3 +204,37 @@ async def gpu_comparisons(
             )
         )
     return answer
+
+
+# The frontier's GraphQL type, by kind.
+FRONTIER_TYPES = {LLM: ParetoFrontier, DIFFUSION: DiffusionParetoFrontier}
+
+
+async def frontiers(
+    context: Context,
+    kind: Kind,
+    task: str,
+    scope: ParetoScope,
+    gpus: Sequence[str] | None,
+    models: Sequence[str] | None,
+    release: int | None,
+    percentile: ItlPercentile | None = None,
+) -> list[Any]:
+    """Per group of the scope (in order of its first row upstream), its frontier: latency (ITL
+    at the percentile, for LLM tasks) against the kind's energy."""
+    sel = await select(context, kind, task, gpus, models, release)
+    catalog, how = sel.catalog, str(scope.value)
+    latency = None if percentile is None else str(percentile.value)
+    if gpus is None and models is None:  # the task's frontiers, made once per release
+        found = derived.frontiers(catalog, kind, sel.task.id, how, latency)
+    else:
+        found = derived.frontiers_of(kind, sel.rows(), how, latency)
+    return [
+        FRONTIER_TYPES[kind](
+            model=Model.of_id(catalog, f.first.model_id) if by_model(how) else None,
+            gpu_model=f.first.gpu if by_gpu(how) else None,
+            candidates=f.candidates,
+            configurations=[configuration(catalog, kind, r) for r in f.rows],
+        )
+        for f in found
+    ]
