@@ -3,7 +3,7 @@
 The corpus (tests/corpus/hostile/documents/, each file saying the code it expects) holds the
 documents that were slow, exponential or crashing, at and past each limit; a property test
 holds graphql-core's own accounting of OverlappingFieldsCanBeMerged's work to a constant times
-the breadth graph/engine/breadth.py measures, over generated documents; the rate limiter takes
+the breadth graph/engine/validation.py measures, over generated documents; the rate limiter takes
 its fee for a new document before any of it is read; a request is answered within its time
 limit from its first byte.
 """
@@ -22,8 +22,13 @@ from graphql.validation.rules import overlapping_fields_can_be_merged as overlap
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
-from graph.engine.breadth import field_merges, fragment_problem, selected_fields
-from graph.engine.validation import Limits, validation_errors
+from graph.engine.validation import (
+    Limits,
+    field_merges,
+    fragment_problem,
+    selected_fields,
+    validation_errors,
+)
 from graph.internals import core_schema
 from graph.server.app import create_app
 from graph.settings import Settings

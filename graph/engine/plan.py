@@ -16,7 +16,7 @@ union is completed by the selection on its runtime type, each possible type's ma
 
 from __future__ import annotations
 
-from collections.abc import Hashable, MutableMapping
+from collections.abc import Hashable, Mapping, MutableMapping
 from typing import Any
 
 from graphql import (
@@ -24,7 +24,10 @@ from graphql import (
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLSchema,
+    ListValueNode,
+    ObjectValueNode,
     OperationDefinitionNode,
+    VariableNode,
     default_field_resolver,
     get_argument_values,
     is_abstract_type,
@@ -37,7 +40,6 @@ from graph import internals
 from graph.engine import completion, plain
 from graph.engine.completion import Complete, Field, Selection
 from graph.engine.prepared import Prepared, small_key
-from graph.engine.shape import has_variable, reads_variables
 
 
 def compile_plan(
@@ -202,3 +204,31 @@ class _Compiler:
 def _default_resolver(source: Any, info: Any, arguments: dict[str, Any]) -> Any:
     """graphql-core's default resolver, for a field that has none of its own."""
     return default_field_resolver(source, info, **arguments)
+
+
+def reads_variables(
+    operation: OperationDefinitionNode, fragments: Mapping[str, Any], any_directive: bool = False
+) -> bool:
+    """Whether a directive in the operation or its fragments (graphql-core's fragment details,
+    by name) has a variable in its arguments (or, with `any_directive`, is there at all)."""
+    stack: list[Any] = [operation, *(f.definition for f in fragments.values())]
+    while stack:
+        node = stack.pop()
+        for directive in getattr(node, "directives", None) or ():
+            if any_directive or any(has_variable(a.value) for a in directive.arguments or ()):
+                return True
+        selection_set = getattr(node, "selection_set", None)
+        if selection_set is not None:
+            stack.extend(selection_set.selections)
+    return False
+
+
+def has_variable(value: Any) -> bool:
+    """Whether a value (an argument's) holds a variable."""
+    if isinstance(value, VariableNode):
+        return True
+    if isinstance(value, ListValueNode):
+        return any(has_variable(v) for v in value.values)
+    if isinstance(value, ObjectValueNode):
+        return any(has_variable(f.value) for f in value.fields)
+    return False
