@@ -104,8 +104,8 @@ async def run_history(settings: Settings, git_dir: Path) -> list[IngestReport]:
     return reports
 
 
-def _report(report: IngestReport) -> None:
-    click.echo(report.summary())
+def _report(report: IngestReport, *, err: bool = False) -> None:
+    click.echo(report.summary(), err=err)
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
 
@@ -221,9 +221,10 @@ def _serve(settings: Settings) -> None:
         report = asyncio.run(run_ingest(settings, settings.source, only_if_empty=True))
     except (IngestError, SQLAlchemyError, OSError) as exc:
         _fail(exc)
+    # What serve says to a person goes to stderr: stdout carries only the JSON log lines.
     if report is not None:
-        _report(report)
-    click.echo("\n".join(where(settings)))
+        _report(report, err=True)
+    click.echo("\n".join(where(settings)), err=True)
     # Workers build their app from the environment: hand them these settings.
     os.environ.update(settings.environment())
     uvicorn.run(

@@ -21,11 +21,12 @@ from click.testing import CliRunner
 from prometheus_client import Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
-from graph.cli import main
+from graph.cli import main, where
 from graph.internals import add_to_histogram
 from graph.server.documents import MODEL_PAGE
 from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, ingest_metrics
 from graph.server.protocol import first_operation
+from graph.settings import Settings
 from tests.conftest import ROOT
 from tests.test_cache import serve
 
@@ -177,13 +178,14 @@ def serve_with_workers(database_url: str, synthetic_dir: Path, tmp_path: Path) -
     }
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     output = tmp_path / "serve.log"
-    with output.open("wb") as out:
+    said = tmp_path / "serve.err"
+    with output.open("wb") as out, said.open("wb") as err:
         server = subprocess.Popen(
             [str(Path(sys.executable).parent / "leadgreen"), "serve"],
             env=env,
             cwd=ROOT,
             stdout=out,
-            stderr=subprocess.STDOUT,
+            stderr=err,
         )
     try:
         base = f"http://127.0.0.1:{port}"
@@ -200,7 +202,11 @@ def serve_with_workers(database_url: str, synthetic_dir: Path, tmp_path: Path) -
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # stdout holds JSON lines only; what serve says to a person is on stderr.
     records = [json.loads(line) for line in output.read_text().splitlines() if line.strip()]
+    told = Settings(database_url=database_url, manifest=None, graphiql=False, port=port)
+    notice = [line for line in said.read_text().splitlines() if line.startswith("database:")]
+    assert notice == where(told)[:1]
     requests = [r for r in records if r.get("event") == "request" and r["path"] == "/graphql"]
     assert len(requests) == 20
     assert {r["logger"] for r in records} >= {"leadgreen.request", "uvicorn.error"}

@@ -348,8 +348,8 @@ def expected_plan(c: Candidate[str], demand: Demand, u: float, site: Site) -> di
         assert demand.requests_per_second is not None
         d = demand.requests_per_second * per_request
         requests = demand.requests_per_second
-    # A few units in the last place of the quotient must not add a replica.
-    replicas = math.ceil(d / (u * c.throughput) * (1 - 1e-10))
+    # A quotient within a billionth above a whole number (the planner's rule) adds no replica.
+    replicas = math.ceil(d / (u * c.throughput) * (1 - 1e-9))
     upper_w = replicas * c.power
     lower_w = min(d * c.energy_per_output, upper_w)
     energy = (lower_w * 24 / 1000 * site.pue, upper_w * 24 / 1000 * site.pue)

@@ -4,7 +4,7 @@ and on both databases.
 
 The expected plans are computed here from the JSON rows with plain Python, written apart from
 the project's code (never importing `analysis`): a row within the limit (inclusive) needs
-ceil(D / (u x throughput)) replicas (a quotient a few units in its last place above a whole
+ceil(D / (u x throughput)) replicas (a quotient within a billionth above a whole
 number is that number), its power lies between D x energy per output (never above the upper)
 and replicas x average power, energy a day is that x 24 / 1000 x PUE; the ranking sorts by the
 objective's (upper, lower, file row), and a plan is Pareto-optimal when no other plan has
@@ -78,7 +78,7 @@ def expected_plans(task: str, case: dict[str, Any]) -> tuple[list[dict[str, Any]
         per_request = demand.get("outputTokensPerRequest", per_request)
         rate = next(v for k, v in demand.items() if k != "outputTokensPerRequest")
         d = rate * per_request if "requestsPerSecond" in demand else rate
-        replicas = math.ceil(d / (u * throughput) * (1 - 1e-10))
+        replicas = math.ceil(d / (u * throughput) * (1 - 1e-9))
         upper = replicas * row["avg_power_watts"]
         lower = min(d * energy, upper)
         kwh = [w * 24 / 1000 * pue for w in (lower, upper)]
