@@ -207,9 +207,9 @@ def test_graphql_cores_merging_work_is_bounded_by_the_breadth(text: str) -> None
     merges = field_merges(document, 10**9) if fields <= LIMITS.fields else 10**9
     if fields <= LIMITS.fields and merges <= LIMITS.field_merges:
         spent = Counted.spent(document)
-        breadth = fields + merges + len(text.split())
-        target(spent / breadth)  # steer the search to the costliest documents for their breadth
-        assert spent <= 4 * breadth, (spent, fields, merges)
+        wide = fields + merges + len(text.split())
+        target(spent / wide)  # steer the search to the costliest documents for their breadth
+        assert spent <= 4 * wide, (spent, fields, merges)
 
 
 # --- the rate limiter's fee for reading a document --------------------------------------------
