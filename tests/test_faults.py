@@ -30,7 +30,7 @@ from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import BACKENDS, _in_thread, ingest_dir
-from tests.live import free_port, stop
+from tests.live import answering, free_port, stop
 
 pytestmark = pytest.mark.anyio
 
@@ -464,18 +464,9 @@ def test_serve_ingests_into_an_empty_database(synthetic_dir: Path, tmp_path: Pat
     manifest = synthetic_dir.parent / "manifest.json"
     args = ["serve", "--database-url", str(tmp_path / "new.db"), "--source", str(synthetic_dir)]
     args += ["--manifest", str(manifest), "--host", "127.0.0.1", "--port", str(port)]
-    with _serve(args, tmp_path / "serve.log") as process:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise AssertionError((tmp_path / "serve.log").read_text()[-2000:])
-            with contextlib.suppress(httpx.HTTPError):
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                if health.status_code == 200:
-                    break
-            time.sleep(0.2)
-        else:
-            raise AssertionError("no answer from /healthz within 60 s")
+    log = tmp_path / "serve.log"
+    with _serve(args, log) as process:
+        health = answering(f"http://127.0.0.1:{port}/healthz", process, log, timeout=60)
     assert health.json()["release"] == 1
     assert (
         json.loads((synthetic_dir / "index.json").read_text())["last_updated"]
