@@ -1,15 +1,19 @@
-"""`leadgreen serve` on 127.0.0.1 for the tests that need a real server (mark `hostile`)."""
+"""Live servers for the tests that need one: a free port, waiting on a condition, `leadgreen
+serve` on 127.0.0.1 started and stopped."""
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
+import random
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -19,10 +23,54 @@ LEADGREEN = str(Path(sys.executable).parent / "leadgreen")
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A free port on 127.0.0.1 below the ephemeral range, where no outgoing connection (nginx's
+    to the replicas, say) can hold it in TIME_WAIT; the kernel's choice when there is no such
+    room."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    candidates = random.sample(range(20000, low), min(50, low - 20000)) if low > 20100 else []
+    for port in [*candidates, 0]:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise AssertionError("no free port")
+
+
+def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
+    """Poll `check` until it returns something true (its value), for the suites that wait on a
+    real server; an error reaching it counts as not yet."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (OSError, http.client.HTTPException, httpx.HTTPError, ValueError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+def answering(
+    url: str, process: subprocess.Popen[bytes], log: Path, timeout: float = 120
+) -> httpx.Response:
+    """Wait until `url` answers 200 (its answer), as long as `process` runs."""
+
+    def answered() -> httpx.Response | None:
+        if process.poll() is not None:
+            raise RuntimeError(log.read_text()[-3000:])
+        response = httpx.get(url, timeout=2)
+        return response if response.status_code == 200 else None
+
+    result: httpx.Response = wait_until(answered, timeout, url, every=0.2)
+    return result
 
 
 @contextlib.contextmanager
@@ -39,21 +87,13 @@ def serving(directory: Path, **env: str) -> Iterator[int]:
         "LEADGREEN_LOG_LEVEL": "warning",
         **env,
     }
-    with (directory / "serve.log").open("wb") as log:
+    log = directory / "serve.log"
+    with log.open("wb") as out:
         process = subprocess.Popen(
-            [LEADGREEN, "serve"], env={**os.environ, **settings}, stdout=log, stderr=log
+            [LEADGREEN, "serve"], env={**os.environ, **settings}, stdout=out, stderr=out
         )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError((directory / "serve.log").read_text()[-2000:])
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("leadgreen serve did not answer within 120 s")
-            time.sleep(0.2)
+        answering(f"http://127.0.0.1:{port}/healthz", process, log)
         yield port
     finally:
         stop(process)

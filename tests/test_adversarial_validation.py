@@ -11,17 +11,17 @@ limit from its first byte.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from graphql import parse, specified_rules, validate
+from graphql import SelectionSetNode, parse, specified_rules, validate
 from graphql.validation.rules import overlapping_fields_can_be_merged as overlapping
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import strategies as st
 
+from graph.engine import validation
 from graph.engine.validation import (
     Limits,
     field_merges,
@@ -52,20 +52,20 @@ def codes(body: dict[str, Any]) -> list[str]:
 
 
 async def test_the_hostile_documents_get_their_codes(synthetic_db, client) -> None:
-    """Every document of the corpus is answered with the code it names (or runs), promptly,
-    and never with graphql-core's 'Validation aborted.'."""
+    """Every document of the corpus is answered with the code it names (or runs), and never
+    with graphql-core's 'Validation aborted.' (the bound only stops a document that escapes
+    the limits from hanging the run)."""
     failed = []
     for path in sorted(CORPUS.glob("*.graphql")):
-        started = time.perf_counter()
-        response = await client.post("/graphql", json={"query": path.read_text()})
-        seconds = time.perf_counter() - started
+        async with asyncio.timeout(60):
+            response = await client.post("/graphql", json={"query": path.read_text()})
         body = response.json()
         found = codes(body)
         want = expected(path)
         ok = (not found) if want == "valid" else (found[:1] == [want])
         aborted = any(e["message"] == "Validation aborted." for e in body.get("errors", []))
-        if not ok or aborted or response.status_code >= 500 or seconds > 10:
-            failed.append(f"{path.name}: {response.status_code} {found} {seconds:.2f}s")
+        if not ok or aborted or response.status_code >= 500:
+            failed.append(f"{path.name}: {response.status_code} {found}")
     assert not failed, "\n".join(failed)
 
 
@@ -104,12 +104,21 @@ def test_what_breadth_counts(document: str, fields: int, merges: int) -> None:
     assert (selected_fields(parsed, 10**6), field_merges(parsed, 10**6)) == (fields, merges)
 
 
-def test_an_exponential_spread_is_counted_in_one_visit_per_node() -> None:
+def test_an_exponential_spread_is_counted_in_one_visit_per_node(monkeypatch) -> None:
+    """2**60 spreads of F60 counted by one visit of each selection set: the operation's and
+    each fragment's once."""
     chain = " ".join(f"fragment F{i} on Query {{ ...F{i + 1} ...F{i + 1} }}" for i in range(60))
     document = parse("{ ...F0 } " + chain + " fragment F60 on Query { __typename }")
-    started = time.perf_counter()
+    visited: list[SelectionSetNode] = []
+    size = validation._Counter.size
+
+    def counted(self: Any, selection_set: SelectionSetNode) -> int:
+        visited.append(selection_set)
+        return size(self, selection_set)
+
+    monkeypatch.setattr(validation._Counter, "size", counted)
     assert selected_fields(document, 1000) == 1001
-    assert time.perf_counter() - started < 0.5
+    assert len(visited) == len({id(s) for s in visited}) == 1 + 61
 
 
 @pytest.mark.parametrize(
@@ -203,9 +212,9 @@ def test_graphql_cores_merging_work_is_bounded_by_the_breadth(text: str) -> None
     merges = field_merges(document, 10**9) if fields <= LIMITS.fields else 10**9
     if fields <= LIMITS.fields and merges <= LIMITS.field_merges:
         spent = Counted.spent(document)
-        breadth = fields + merges + len(text.split())
-        target(spent / breadth)  # steer the search to the costliest documents for their breadth
-        assert spent <= 4 * breadth, (spent, fields, merges)
+        wide = fields + merges + len(text.split())
+        target(spent / wide)  # steer the search to the costliest documents for their breadth
+        assert spent <= 4 * wide, (spent, fields, merges)
 
 
 # --- the rate limiter's fee for reading a document --------------------------------------------
@@ -281,8 +290,14 @@ async def test_a_body_sent_too_slowly_is_answered_504(synthetic_db, settings) ->
     app = create_app(settings.model_copy(update={"request_timeout_seconds": 0.3}))
     sent: list[dict[str, Any]] = []
 
+    received = 0
+
     async def receive() -> dict[str, Any]:
-        await asyncio.sleep(0.2)
+        """One byte of the body, then nothing more: a client that stalls."""
+        nonlocal received
+        received += 1
+        if received > 1:
+            await asyncio.Event().wait()
         return {"type": "http.request", "body": b" ", "more_body": True}
 
     async def send(message: dict[str, Any]) -> None:
@@ -297,9 +312,7 @@ async def test_a_body_sent_too_slowly_is_answered_504(synthetic_db, settings) ->
         "headers": [(b"content-type", b"application/json")],
         "client": ("127.0.0.1", 1),
     }
-    async with app.router.lifespan_context(app):
-        started = time.perf_counter()
+    async with app.router.lifespan_context(app), asyncio.timeout(30):  # a hang guard
         await app(scope, receive, send)
-    assert time.perf_counter() - started < 2
     assert sent[0]["status"] == 504
     assert b'"code":"REQUEST_TIMEOUT"' in sent[1]["body"]

@@ -8,14 +8,12 @@ example's build); screenshots go to $LEADGREEN_ARTIFACTS (default: a temporary d
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import http.server
 import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +27,7 @@ import pytest
 
 from graph.server.documents import MODEL_PAGE
 from graph.server.graphiql import CSP
+from tests.live import free_port, wait_until
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,13 +38,6 @@ EXAMPLE_QUERY = re.search(
     r"gql<[^`]*>`(.*?)`", (ROOT / "examples" / "web" / "src" / "api.ts").read_text(), re.S
 )
 BROWSERS = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def chromium() -> str:
@@ -102,14 +94,11 @@ def api(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[s
 
 
 def wait_ready(server: subprocess.Popen[bytes], base: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         assert server.poll() is None, "leadgreen serve exited: see leadgreen-serve.log"
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.1)
-    pytest.fail(f"leadgreen serve was not ready within {timeout} s")
+        return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+
+    wait_until(ready, timeout, "leadgreen serve to be ready")
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):

@@ -104,16 +104,23 @@ async def test_a_statement_while_rows_wait_is_refused(numbers: AsyncEngine) -> N
     assert await stored(numbers) == []
 
 
-def failing_copy(monkeypatch: pytest.MonkeyPatch, fail_at: int) -> list[int]:
-    """Make the `fail_at`-th COPY (counted from 1) fail after it ran; the sizes of those run."""
+def failing_copy(
+    monkeypatch: pytest.MonkeyPatch, fail_at: int, copied: asyncio.Event | None = None
+) -> list[int]:
+    """Make the `fail_at`-th COPY (counted from 1) fail after it ran; the sizes of those run.
+    `copied` is set as each COPY ends."""
     copy, seen = bulk._copy, []
 
     async def copying(driver: Any, table: Any, columns: Any, rows_: Any, batch: int) -> int:
-        count = await copy(driver, table, columns, rows_, batch)
-        seen.append(count)
-        if len(seen) == fail_at:
-            raise Boom(f"COPY {fail_at} failed")
-        return count
+        try:
+            count = await copy(driver, table, columns, rows_, batch)
+            seen.append(count)
+            if len(seen) == fail_at:
+                raise Boom(f"COPY {fail_at} failed")
+            return count
+        finally:
+            if copied is not None:
+                copied.set()
 
     monkeypatch.setattr(bulk, "_copy", copying)
     return seen
@@ -132,7 +139,8 @@ async def test_a_failed_copy_is_raised_and_nothing_of_the_transaction_is_kept(
     if not is_postgres(numbers):
         pytest.skip("COPY is PostgreSQL's")
     before = await committed_before(numbers)
-    seen = failing_copy(monkeypatch, fail_at=2)
+    copied = asyncio.Event()
+    seen = failing_copy(monkeypatch, fail_at=2, copied=copied)
     reached = []
     async with sessionmaker(numbers)() as session:
         with pytest.raises(Boom) as info:
@@ -140,7 +148,8 @@ async def test_a_failed_copy_is_raised_and_nothing_of_the_transaction_is_kept(
                 for start in range(10, 60, 10):
                     await bulk.insert_rows(session, Numbers, COLUMNS, rows(start, 10))
                     reached.append(start)
-                    await asyncio.sleep(0.05)  # the writer has sent the batch by now
+                    await copied.wait()  # the writer has sent the batch
+                    copied.clear()
     assert str(info.value) == "COPY 2 failed"
     # The failure is raised by the first `insert_rows` after it; nothing is sent after it.
     assert (reached, seen) == ([10, 20], [10, 10])

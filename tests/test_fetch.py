@@ -9,7 +9,6 @@ import asyncio
 import functools
 import json
 import os
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from graph.settings import Settings
 from tests import synthetic
 from tests.conftest import ingest_dir, make_execute
 from tests.httpserver import Fault, SnapshotServer
+from tests.live import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -68,10 +68,7 @@ def server(snapshot_root: Path) -> Iterator[SnapshotServer]:
 @pytest.fixture
 def closed_port() -> int:
     """A port on 127.0.0.1 nobody listens on (just released by us)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+    return free_port()
 
 
 async def fetch(url: str, path: str, **options: Any) -> bytes:

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, in
 from graph.server.protocol import first_operation
 from graph.settings import Settings
 from tests.conftest import ROOT
+from tests.live import answering, free_port, wait_until
 from tests.test_cache import serve
 
 pytestmark = pytest.mark.anyio
@@ -189,16 +188,19 @@ def serve_with_workers(database_url: str, synthetic_dir: Path, tmp_path: Path) -
         )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_until_answering(base + "/healthz", server)
+        answering(base + "/healthz", server, output, timeout=60)
         for _ in range(20):  # a connection each: the workers share them out
             with httpx.Client() as client:
                 assert client.post(base + "/graphql", json=PAGE).status_code == 200
-        time.sleep(2 * FOLD_SECONDS + 0.5)  # each worker folds its tallies every second
-        for _ in range(4):
-            with httpx.Client() as client:
-                found = samples(client.get(base + "/metrics").text)
-            labels = (("operation", "ModelPage"), ("route", "/graphql"), ("status", "200"))
-            assert found[("leadgreen_requests_total", labels)] == 20
+        labels = (("operation", "ModelPage"), ("route", "/graphql"), ("status", "200"))
+
+        def counted() -> int:
+            found = samples(httpx.get(base + "/metrics").text)
+            return found.get(("leadgreen_requests_total", labels), 0)
+
+        # Each worker folds its tallies every FOLD_SECONDS: every worker's, once both have.
+        wait_until(lambda: counted() == 20, 10 * FOLD_SECONDS, "every worker's requests")
+        assert [counted() for _ in range(4)] == [20] * 4
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -210,25 +212,6 @@ def serve_with_workers(database_url: str, synthetic_dir: Path, tmp_path: Path) -
     requests = [r for r in records if r.get("event") == "request" and r["path"] == "/graphql"]
     assert len(requests) == 20
     assert {r["logger"] for r in records} >= {"leadgreen.request", "uvicorn.error"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_until_answering(url: str, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert server.poll() is None, "the server exited"
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer")
 
 
 async def test_ingests_are_counted_and_can_be_written_out(database_url, synthetic_dir, tmp_path):

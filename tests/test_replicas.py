@@ -37,7 +37,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ from graphql.utilities import strip_ignored_characters
 from sqlalchemy.engine import make_url
 
 from graph.server.documents import MODEL_PAGE as DOCUMENTED
+from tests.live import free_port, wait_until
 
 pytestmark = pytest.mark.replicas
 
@@ -109,39 +109,6 @@ def say(message: str) -> None:
 
 
 # --- processes, ports, waits -------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A free port below the ephemeral range, where no outgoing connection (nginx's to the
-    replicas, say) can hold it in TIME_WAIT; the kernel's choice when there is no such room."""
-    try:
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 0
-    candidates = random.sample(range(20000, low), min(50, low - 20000)) if low > 20100 else []
-    for port in [*candidates, 0]:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise AssertionError("no free port")
-
-
-def wait_until(check: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except (OSError, http.client.HTTPException, ValueError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
 
 
 def leadgreen_command() -> list[str]:

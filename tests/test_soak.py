@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from graph.server.documents import MODEL_PAGE
-from tests.live import free_port, stop
+from tests.live import answering, free_port, stop
 
 pytestmark = pytest.mark.soak
 
@@ -103,14 +103,7 @@ def server(tmp: Path) -> Iterator[tuple[str, int]]:
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, log.read_text()[-3000:]
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            assert time.monotonic() < deadline, "no /healthz within 60 s"
-            time.sleep(0.2)
+        answering(f"{url}/healthz", process, log, timeout=60)
         yield url, process.pid
         assert process.poll() is None, "the server died: " + log.read_text()[-3000:]
     finally:

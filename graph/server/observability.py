@@ -369,15 +369,17 @@ class RequestLog:
         level: int = logging.INFO,
         stream: IO[Any] | None = None,
         metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
-        self.level, self.stream, self.metrics = level, stream, metrics
+        """`clock` is the one requests' `started` comes from (tests give their own)."""
+        self.level, self.stream, self.metrics, self.clock = level, stream, metrics, clock
         self.records: list[Record] = []
         self.scheduled = False
         self._second, self._stamp = -1, ""
         self._kinds: dict[Kind, tuple[str | None, list[float] | None]] = {}
 
     def add(self, note: Note, method: str, path: str, route: str, started: float) -> None:
-        self.records.append((started, time.perf_counter(), note, method, path, route))
+        self.records.append((started, self.clock(), note, method, path, route))
         if len(self.records) >= MAX_PENDING:
             self.flush()
         elif not self.scheduled:
@@ -395,7 +397,7 @@ class RequestLog:
         if not self.records:
             return
         records, self.records = self.records, []
-        epoch = time.time() - time.perf_counter()
+        epoch = time.time() - self.clock()
         lines = []
         kinds, kind_of = self._kinds, self._kind
         for started, finished, note, method, path, route in records:
