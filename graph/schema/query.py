@@ -6,6 +6,7 @@ import strawberry
 
 from graph.schema.roots.catalog import CatalogFields
 from graph.schema.roots.history import HistoryFields
+from graph.schema.roots.impact import ImpactFields
 from graph.schema.roots.plan import PlanFields
 from graph.schema.roots.ranking import RankingFields
 from graph.schema.roots.statistics import StatisticsFields
@@ -16,5 +17,7 @@ from graph.schema.roots.statistics import StatisticsFields
     "with its provenance. Answers come from the release with the newest data unless a "
     "field's `release` argument names another."
 )
-class Query(RankingFields, PlanFields, StatisticsFields, CatalogFields, HistoryFields):
+class Query(
+    RankingFields, PlanFields, ImpactFields, StatisticsFields, CatalogFields, HistoryFields
+):
     pass
