@@ -12,8 +12,11 @@ joules / 3.6e6 x the intensity (a zone's: ecologits' gwp in kg x 1,000).
 from __future__ import annotations
 
 import json
+import math
+import re
 import statistics
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,3 +144,66 @@ def test_every_impact_agrees_with_the_task_files(planner, case) -> None:
     }
     for figure in ("joules", "wh", "grams"):
         assert got[figure] == (None if want[figure] is None else pytest.approx(want[figure]))
+
+
+# The docs' table (docs/queries/plan.md, "Against EcoLogits' estimate"): its models by name.
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "queries" / "plan.md"
+COMPARED = {
+    "Llama 3.1 8B Instruct": "meta-llama/Llama-3.1-8B-Instruct",
+    "Qwen 3 30B A3B Instruct": "Qwen/Qwen3-30B-A3B-Instruct-2507",
+    "Llama 3.1 70B Instruct": "meta-llama/Llama-3.1-70B-Instruct",
+    "Qwen 3 235B A22B Instruct": "Qwen/Qwen3-235B-A22B-Instruct-2507",
+}
+TABLE_ROW = re.compile(
+    r"^\| (?P<name>[^(|]+) \((?P<total>[\d.]+) / (?P<active>[\d.]+)\) \| (?P<n>\d+) \| "
+    r"(?P<measured>[\d. ·]+) \| (?P<eco>[\d. ·]+) \|$",
+    re.M,
+)
+
+
+def _ecologits_wh(active: float, total: float, tokens: int) -> tuple[float, float]:
+    """EcoLogits' estimate of a request, in Wh at PUE 1: its GPUs' part and its whole server
+    (the package's public functions, the world's mix: the energy does not depend on it)."""
+    from ecologits.electricity_mix_repository import electricity_mixes
+    from ecologits.impacts import compute_llm_impacts
+    from ecologits.impacts.llm import compute_llm_impacts_dag
+
+    world = electricity_mixes.find_electricity_mix("WOR")
+    assert world is not None
+    mix = {
+        "if_electricity_mix_adpe": world.adpe,
+        "if_electricity_mix_pe": world.pe,
+        "if_electricity_mix_gwp": world.gwp,
+        "if_electricity_mix_wue": world.wue,
+        "datacenter_pue": 1.0,
+        "datacenter_wue": 0.0,
+    }
+    params = {
+        "model_active_parameter_count": active,
+        "model_total_parameter_count": total,
+        "output_token_count": tokens,
+    }
+    whole = compute_llm_impacts(**params, **mix).energy.value
+    dag = compute_llm_impacts_dag(**params, request_latency=math.inf, **mix)
+    return dag["gpu_required_count"] * dag["gpu_energy"] * 1000, whole * 1000
+
+
+def test_the_docs_comparison_with_ecologits() -> None:
+    """500 output tokens on lm-arena-chat at PUE 1: each model's measured Wh (min, median,
+    max over its configurations, from the task file) and EcoLogits' estimate, as the docs
+    round them."""
+    rows = {m.group("name"): m for m in TABLE_ROW.finditer(DOCS.read_text())}
+    assert sorted(rows) == sorted(COMPARED)
+    for name, model in COMPARED.items():
+        mine = [r for r in ROWS["lm-arena-chat"] if r["model_id"] == model]
+        wh = sorted(r["energy_per_token_joules"] * 500 / 3600 for r in mine)
+        total, active = mine[0]["total_params_billions"], mine[0]["activated_params_billions"]
+        row = rows[name]
+        assert (float(row["total"]), float(row["active"]), int(row["n"])) == (
+            total,
+            active,
+            len(mine),
+        )
+        measured = [wh[0], statistics.median(wh), wh[-1]]
+        assert row["measured"] == " · ".join(f"{w:.4f}" for w in measured), name
+        assert row["eco"] == " · ".join(f"{w:.4f}" for w in _ecologits_wh(active, total, 500))
