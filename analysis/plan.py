@@ -20,7 +20,7 @@ from typing import Generic, TypeVar
 
 from analysis.compare import ratio
 from analysis.pareto import undominated
-from analysis.units import kilowatt_hours
+from analysis.units import kilowatt_hours, per_count
 
 T = TypeVar("T")
 SECONDS_PER_DAY = 86_400.0
@@ -188,6 +188,12 @@ def replicas_for(outputs: float, capacity: float) -> int:
     return math.ceil(quotient)
 
 
+def energy_per_request(c: Candidate[T], outputs_per_request: float, pue: float) -> float:
+    """Joules a request of `outputs_per_request` outputs takes on `c`: each output at the
+    measured efficiency, times the PUE."""
+    return per_count(c.energy_per_output, outputs_per_request) * pue
+
+
 def size(c: Candidate[T], demand: Demand, utilization: float, site: Site) -> Plan[T]:
     """`c` sized to the demand: replicas, GPUs, power, energy, carbon and cost."""
     outputs = demand.outputs(c)
@@ -228,7 +234,7 @@ def size(c: Candidate[T], demand: Demand, utilization: float, site: Site) -> Pla
         gpus=replicas * c.gpus_per_replica,
         power=power,
         energy_per_day=energy,
-        energy_per_request=c.energy_per_output * demand.per_request(c) * site.pue,
+        energy_per_request=energy_per_request(c, demand.per_request(c), site.pue),
         carbon_per_day=carbon,
         electricity_cost_per_day=electricity,
         gpu_cost_per_day=gpu_cost,

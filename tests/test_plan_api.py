@@ -531,7 +531,22 @@ EXACTLY_ONE = (
             'site: {gpuHourPrices: [{gpu: "H100", price: -1}]}',
             "site.gpuHourPrices.price must be a number >= 0, got -1.0",
         ),
-        ("objective: CARBON", "objective CARBON needs site.carbonIntensityGramsPerKwh"),
+        (
+            "objective: CARBON",
+            "objective CARBON needs site.carbonIntensityGramsPerKwh or site.zone",
+        ),
+        (
+            'site: {zone: "FRA", carbonIntensityGramsPerKwh: 50}',
+            "site takes site.zone or site.carbonIntensityGramsPerKwh, not both: got zone 'FRA' "
+            "and 50 gCO₂e per kWh",
+        ),
+        ('site: {zone: "fra"}', "unknown grid zone 'fra' in `site.zone`; `gridZones` lists them"),
+        (
+            'site: {zone: "CAF"}',
+            "grid zone 'CAF' in `site.zone` has no carbon intensity: EcoLogits 0.11.3 gives 0 "
+            "kgCO₂eq per kWh for CAF, which stands for no figure (no grid emits nothing over "
+            "its life cycle); give carbonIntensityGramsPerKwh instead",
+        ),
         (
             "objective: COST, site: {pue: 1.2}",
             "objective COST needs site.electricityPricePerKwh or site.gpuHourPrices",

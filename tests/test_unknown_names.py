@@ -57,6 +57,7 @@ GPU = Name("GPU", "gpus", "H100")
 TASK = Name("task", "tasks", "lm-arena-chat")
 SLUG = Name("model slug", "models", "tiny-1b")
 MODEL_ID = Name("model id", "models", "acme/Tiny-1B")
+ZONE = Name("grid zone", "gridZones", "FRA")
 
 # Every String or ID argument and input field of the schema, by its name: what it names ...
 NAMES = {
@@ -69,9 +70,10 @@ NAMES = {
     "models": SLUG,
     "slug": SLUG,
     "modelId": MODEL_ID,
+    "zone": ZONE,
 }
 # ... or that it names none of them.
-OTHERS = {"after", "id", "ids", "configurationId"}
+OTHERS = {"after", "id", "ids", "configurationId", "configuration"}
 # Arguments whose name says otherwise: `baseline` of the planner is a configuration id.
 NOT_NAMES = {"Query.deploymentPlan(baseline)"}
 # Known values for required input objects (the name tested sits beside them).
@@ -229,6 +231,10 @@ def test_the_cases_cover_every_field_the_brief_names() -> None:
         "Model.diffusionConfigurations(gpu)",
         "Query.deploymentPlan(gpus)",
         "Query.deploymentPlan(site.gpuHourPrices.gpu)",
+        "Query.deploymentPlan(site.zone)",
+        "Query.requestImpact(model)",
+        "Query.requestImpact(task)",
+        "Query.requestImpact(site.zone)",
     } <= found
     assert len(found) == len(CASES)
 

@@ -1,5 +1,6 @@
 """The per-request context: one database session, the release it answers from and its catalog;
-and the one check of each kind of name a client gives (a GPU type, a task, a model)."""
+and the one check of each kind of name a client gives (a GPU type, a task, a model, a grid
+zone)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db import reads
+from db import grid, reads
 from db.catalog import Catalog
 from db.kinds import Kind
 from db.tables import ModelRow, ReleaseRow, TaskRow
@@ -124,4 +125,18 @@ def known_model(catalog: Catalog, name: str, argument: str, *, by_id: bool = Fal
     found = (catalog.model_by_model_id if by_id else catalog.model_by_slug).get(name)
     if found is None:
         raise unknown("model id" if by_id else "model slug", name, argument, "models")
+    return found
+
+
+def known_zone(name: str, argument: str) -> grid.Zone:
+    """The grid zone of this code (db.grid), with its carbon intensity; else BadInput, also when
+    the zone has no figure (nothing is made up for it)."""
+    found = grid.zones().get(name)
+    if found is None:
+        raise unknown("grid zone", name, argument, "gridZones")
+    if found.grams_per_kwh is None:
+        raise BadInput(
+            f"grid zone {name!r} in `{argument}` has no carbon intensity: {found.missing}; "
+            "give carbonIntensityGramsPerKwh instead"
+        )
     return found

@@ -51,6 +51,9 @@ LIST_SIZES: dict[str, Size] = {
     "DeploymentPlans.plans": plans_asked,
     "DeploymentPlans.excluded": fixed(2),  # one per limit: latency and throughput
     "DeploymentPlan.unavailable": fixed(8),  # 5 figures can be null
+    "RequestImpact.excluded": fixed(1),  # the latency limit
+    "RequestImpact.unavailable": fixed(1),  # carbon
+    "GridZones.zones": fixed(256),  # 215 in ecologits 0.11.3
     "Query.fittedCurves": fixed(128),  # 114
     "FittedMetric.measured": fixed(16),  # 14
     "FittedMetric.estimates": length_of("batchSizes"),

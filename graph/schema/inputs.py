@@ -379,8 +379,14 @@ class SiteInput:
     )
     carbon_intensity_grams_per_kwh: float | None = strawberry.field(
         default=None,
-        description="Grid carbon intensity, in grams of CO₂-equivalent per kWh; "
-        "`carbonPerDayKg` is null without it.",
+        description="Grid carbon intensity, in grams of CO₂-equivalent per kWh (or give "
+        "`zone`, not both); carbon figures are null without one.",
+    )
+    zone: str | None = strawberry.field(
+        default=None,
+        description="A grid zone whose carbon intensity to use instead of "
+        "`carbonIntensityGramsPerKwh` (not both): an ISO 3166-1 alpha-3 country code such as "
+        "`FRA`, or `WOR` for the world; `gridZones` lists them, with the figures' source.",
     )
     electricity_price_per_kwh: float | None = strawberry.field(
         default=None, description="Electricity price per kWh."

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from strawberry.utils.str_converters import to_camel_case
 
 from analysis import plan as planning
-from db import fields
+from db import fields, grid
 from db.catalog import Catalog
 from db.kinds import DIFFUSION, LLM, Kind
 from db.rows import LlmRow, Row
@@ -17,7 +17,7 @@ from db.tables import TaskRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least, page_size
 from graph.schema.answers.selection import select
-from graph.schema.context import Context, known_gpu, known_task, unknown
+from graph.schema.context import Context, known_gpu, known_task, known_zone, unknown
 from graph.schema.inputs import DemandInput, LatencyInput, PlanObjective, SiteInput
 from graph.schema.types.model import configuration, exact_output_length
 from graph.schema.types.node import parse_id
@@ -33,6 +33,11 @@ from graph.schema.types.plan import (
 from graph.schema.types.task import Task
 
 DEFAULT_FIRST = 10
+NOT_MEASURED = (
+    "The measurements cover the GPUs alone, at steady state: idle power, the split between "
+    "prefill and decode, GPU frequency scaling and the rest of the server (CPUs, memory, "
+    "network, cooling: the PUE alone stands for them) are not measured."
+)
 # What a task's rows generate, by variant (db.fields), and the demand's rates for each.
 OUTPUTS = {fields.TEXT: "output tokens", fields.IMAGE: "images", fields.VIDEO: "videos"}
 RATES = {
@@ -75,26 +80,26 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
     kind = catalog.kind_of_task[task.id]
     selection = await select(context, kind, asked.task, asked.gpus, asked.models, asked.release)
     first = page_size(context.settings, asked.first, DEFAULT_FIRST)
-    variant = _variant(catalog, kind, task)
+    variant = variant_of(catalog, kind, task)
     demand = _demand(asked.demand, kind, variant, task)
-    latency = _latency(asked.latency, kind, task)
+    latency = read_latency(asked.latency, kind, task)
     if not 0 < asked.utilization <= 1:
         raise BadInput(f"utilization must be in (0, 1], got {asked.utilization}")
-    site = _site(catalog, asked.site)
+    site = read_site(catalog, asked.site)
     objective = planning.Objective(asked.objective.value)
     _check_objective(objective, site)
     baseline = _baseline(catalog, kind, task, asked.baseline)
     found = planning.plan(
-        [_candidate(kind, row, latency.column) for row in selection.rows()],
+        [candidate(kind, row, latency.column) for row in selection.rows()],
         demand,
         utilization=asked.utilization,
         site=site,
         objective=objective,
         max_latency=latency.most,
-        baseline=None if baseline is None else _candidate(kind, baseline, latency.column),
+        baseline=None if baseline is None else candidate(kind, baseline, latency.column),
     )
     plans = [_served(catalog, kind, p) for p in found.plans[:first]]
-    excluded = _exclusions(found.excluded, latency)
+    excluded = exclusions(found.excluded, latency)
     return DeploymentPlans(
         task=Task.of(catalog, task.id),
         objective=asked.objective,
@@ -113,7 +118,7 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
     )
 
 
-def _variant(catalog: Catalog, kind: Kind, task: TaskRow) -> str:
+def variant_of(catalog: Catalog, kind: Kind, task: TaskRow) -> str:
     """What the task's rows generate (db.fields' variants: text, image or video)."""
     if kind.variant_column is None:
         return kind.rows[0]
@@ -181,7 +186,7 @@ class Latency:
         return f"{to_camel_case(self.column)} above {self.most:g} {self.unit}"
 
 
-def _latency(given: LatencyInput | None, kind: Kind, task: TaskRow) -> Latency:
+def read_latency(given: LatencyInput | None, kind: Kind, task: TaskRow) -> Latency:
     given = given or LatencyInput()
     own = LATENCY_LIMITS[kind]
     for name in LATENCY_LIMITS.values():
@@ -197,10 +202,18 @@ def _latency(given: LatencyInput | None, kind: Kind, task: TaskRow) -> Latency:
     return Latency(column, argument, most)
 
 
-def _site(catalog: Catalog, given: SiteInput | None) -> planning.Site:
+def read_site(catalog: Catalog, given: SiteInput | None) -> planning.Site:
     given = given or SiteInput()
     check_at_least("site.pue", given.pue, 1)
     check_at_least("site.carbonIntensityGramsPerKwh", given.carbon_intensity_grams_per_kwh)
+    intensity = given.carbon_intensity_grams_per_kwh
+    if given.zone is not None:
+        if intensity is not None:
+            raise BadInput(
+                "site takes site.zone or site.carbonIntensityGramsPerKwh, not both: got zone "
+                f"{given.zone[:200]!r} and {intensity:g} gCO₂e per kWh"
+            )
+        intensity = known_zone(given.zone, "site.zone").grams_per_kwh
     check_at_least("site.electricityPricePerKwh", given.electricity_price_per_kwh)
     prices: dict[str, float] | None = None
     if given.gpu_hour_prices is not None:
@@ -217,7 +230,7 @@ def _site(catalog: Catalog, given: SiteInput | None) -> planning.Site:
             prices[gpu] = price.price
     return planning.Site(
         pue=given.pue,
-        carbon_intensity=given.carbon_intensity_grams_per_kwh,
+        carbon_intensity=intensity,
         electricity_price=given.electricity_price_per_kwh,
         gpu_hour_prices=prices,
     )
@@ -225,7 +238,7 @@ def _site(catalog: Catalog, given: SiteInput | None) -> planning.Site:
 
 def _check_objective(objective: planning.Objective, site: planning.Site) -> None:
     if objective is planning.Objective.CARBON and site.carbon_intensity is None:
-        raise BadInput("objective CARBON needs site.carbonIntensityGramsPerKwh")
+        raise BadInput("objective CARBON needs site.carbonIntensityGramsPerKwh or site.zone")
     if objective is planning.Objective.COST and (
         site.electricity_price is None and site.gpu_hour_prices is None
     ):
@@ -253,7 +266,7 @@ def _baseline(catalog: Catalog, kind: Kind, task: TaskRow, given: str | None) ->
     return row
 
 
-def _candidate(kind: Kind, row: Row, latency: str) -> planning.Candidate[Row]:
+def candidate(kind: Kind, row: Row, latency: str) -> planning.Candidate[Row]:
     """A row as a plan sees it, by its kind's roles."""
     return planning.Candidate(
         item=row,
@@ -335,7 +348,7 @@ def _baseline_plan(
     return _served(catalog, kind, base)
 
 
-def _exclusions(excluded: Mapping[planning.Limit, int], latency: Latency) -> list[PlanExclusion]:
+def exclusions(excluded: Mapping[planning.Limit, int], latency: Latency) -> list[PlanExclusion]:
     said = {
         planning.Limit.LATENCY: (latency.argument, latency.words),
         planning.Limit.THROUGHPUT: ("throughput", lambda: "no measured throughput"),
@@ -367,14 +380,26 @@ def _assumptions(asked: Asked, variant: str, site: planning.Site, latency: Laten
         if limit is None
         else f"Latency: {limit.field} at most {limit.max:g} {limit.unit} (inclusive), as measured.",
         f"PUE {site.pue:g}: every energy figure is the GPUs' measured energy × {site.pue:g}.",
-        "No carbon intensity given: carbonPerDayKg is null."
-        if site.carbon_intensity is None
-        else f"Carbon at the caller's {site.carbon_intensity:g} gCO₂e per kWh.",
+        carbon_words(asked.site, site, "carbonPerDayKg"),
         _cost_words(site),
-        "The measurements cover the GPUs alone, at steady state: idle power, the split between "
-        "prefill and decode, GPU frequency scaling and the rest of the server (CPUs, memory, "
-        "network, cooling: the PUE alone stands for them) are not measured.",
+        NOT_MEASURED,
     ]
+
+
+def carbon_words(given: SiteInput | None, site: planning.Site, field: str) -> str:
+    """Which carbon intensity the answer used, and where it comes from."""
+    if site.carbon_intensity is None:
+        return f"No carbon intensity given: {field} is null."
+    zone = None if given is None else given.zone
+    if zone is None:
+        return f"Carbon at the caller's {site.carbon_intensity:g} gCO₂e per kWh."
+    source = grid.provenance()
+    return (
+        f"Carbon at grid zone {zone}'s {site.carbon_intensity:g} gCO₂e per kWh (derived by "
+        f"LeadGreen: {source.package} {source.package_version}'s electricity mix gwp, in "
+        "kgCO₂eq per kWh, × 1,000; EcoLogits takes it from Our World in Data; `gridZones` "
+        "gives the source and licence), a yearly average of the zone's grid, not of the hour."
+    )
 
 
 def _demand_words(given: DemandInput, variant: str) -> str:
