@@ -1,5 +1,6 @@
 """LeadGreen on K-times snapshots (bench/scale.py): ingest, start-up, first answer, memory and
-the latency of four questions, and how each grows with K.
+the latency of five questions, and how each grows with K; the deployment planner over the
+whole task against the leaderboard, as a ratio within the same run.
 
 For each K: write the K-times snapshot to a temporary directory, then for each backend: time
 `leadgreen ingest` under /usr/bin/time -v (wall time, max RSS), start `leadgreen serve` on it
@@ -188,6 +189,7 @@ def table(results: list[Result]) -> str:
         "first answer ms",
         "server RSS MB",
         *(f"{n} p50 ms" for n in names),
+        *(["plan ÷ leaderboard"] if "plan" in names else []),
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for r in results:
@@ -202,6 +204,7 @@ def table(results: list[Result]) -> str:
             f"{r.first_answer * 1000:,.1f}",
             f"{r.server_rss_mb:,.0f}",
             *(f"{r.timings[n].p50 * 1000:,.1f}" for n in names),
+            *([f"{r.seconds('plan') / r.seconds('leaderboard'):.2f}"] if "plan" in names else []),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     sizes = ["", "Answers (items, bytes):", ""]

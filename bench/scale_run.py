@@ -41,6 +41,15 @@ PARETO = (
     '{ paretoFrontier(task: "lm-arena-chat") { configurations { id medianItlMs '
     "energyPerTokenJoules } } }"
 )
+# The deployment planner over the whole task: every configuration of every model sized to the
+# demand, costed and ranked (the first 10 plans answered), as issue 19 asks it to cost about
+# as much as the leaderboard's answer.
+PLAN = (
+    '{ deploymentPlan(task: "lm-arena-chat", demand: {requestsPerSecond: 10}, '
+    "site: {pue: 1.2, carbonIntensityGramsPerKwh: 400, electricityPricePerKwh: 0.15}) { "
+    "totalCount plans { rank paretoOptimal replicas gpuCount energyPerDayKwh { lower upper } "
+    "carbonPerDayKg { upper } costPerDay configuration { id gpuModel numGpus } } } }"
+)
 
 
 def model_page_query(code: Path) -> str:
@@ -79,11 +88,14 @@ class Question:
 
 
 def questions(code: Path) -> list[Question]:
-    """The model page first: the first answer after /readyz is its."""
+    """The model page first: the first answer after /readyz is its. The plan when the code
+    has the planner (a run of older code with `--code` asks the rest)."""
+    planner = "deploymentPlan(" in (code / "schema.graphql").read_text()
     return [
         Question.graphql("model page", model_page_query(code), {"slug": SLUG}),
         Question.graphql("leaderboard", LEADERBOARD),
         Question.graphql("pareto", PARETO),
+        *([Question.graphql("plan", PLAN)] if planner else []),
         Question("task page", "GET", f"/data/tasks/{TASK}.json"),
     ]
 
@@ -106,7 +118,8 @@ def ask(port: int, question: Question, timeout: float = 600.0) -> tuple[int, byt
 
 
 def check(question: Question, status: int, body: bytes) -> int:
-    """The number of items the answer holds; raises on an error answer."""
+    """The number of items the answer holds (a plan's: the configurations it planned); raises
+    on an error answer."""
     if status != 200:
         raise RuntimeError(f"{question.name}: HTTP {status}: {body[:500]!r}")
     document = json.loads(body)
@@ -121,6 +134,8 @@ def check(question: Question, status: int, body: bytes) -> int:
         return len(data["model"]["configurations"])
     if "leaderboard" in data:
         return len(data["leaderboard"]["entries"])
+    if "deploymentPlan" in data:
+        return int(data["deploymentPlan"]["totalCount"])
     return sum(len(frontier["configurations"]) for frontier in data["paretoFrontier"])
 
 

@@ -74,7 +74,12 @@ class RequestLimits(BaseModel):
         250_000, ge=1, description="Highest estimated cost a query may have (errors-and-limits)"
     )
     default_page_size: int = Field(50, ge=1, description="Page size when `first` is not given")
-    max_page_size: int = Field(500, ge=1, description="Largest `first` a client may ask for")
+    # The largest task of the data (text-to-image, 638 configurations) in one page, with room:
+    # a whole task's plans or configurations in one request (issue 19). What a page may cost
+    # is max_cost's to bound, in every profile.
+    max_page_size: int = Field(
+        1_000, ge=1, description="Largest `first` a client may ask for (a whole task fits)"
+    )
     batch_max: int = Field(
         0,
         ge=0,
@@ -103,8 +108,9 @@ PROFILES: dict[str, dict[str, Any]] = {
     # What the API is tested and measured with: the model page, GraphiQL's introspection and
     # every documented query fit with room to spare.
     "standard": {},
-    # A public endpoint that should stay cheap under abuse: smaller requests and pages, no
-    # suggestions in errors, a smaller bucket (the model page and GraphiQL still fit).
+    # A public endpoint that should stay cheap under abuse: smaller requests and costs, no
+    # suggestions in errors, a smaller bucket (the model page and GraphiQL still fit). Its
+    # page is the standard one, so that a whole task fits; max_cost bounds what a page costs.
     "strict": {
         "max_body_bytes": 256 * 1024,
         "max_url_bytes": 4096,
@@ -117,7 +123,6 @@ PROFILES: dict[str, dict[str, Any]] = {
         "max_fields": 500,
         "max_field_merges": 1_000,
         "max_cost": 100_000,
-        "max_page_size": 200,
         "field_suggestions": False,
         "rate_limit_capacity": 100_000,
         "rate_limit_restore_rate": 5_000.0,
@@ -149,7 +154,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 
 def profile(spec: str) -> dict[str, str | Any]:
     """The values a LEADGREEN_LIMITS value names: a profile, then any of its values changed
-    (`strict,max_page_size=1000`); ValueError for a profile or value it does not know."""
+    (`strict,max_cost=50000`); ValueError for a profile or value it does not know."""
     name, *changes = [part.strip() for part in spec.split(",") if part.strip()] or ["standard"]
     if name not in PROFILES:
         raise ValueError(f"unknown limits profile {name!r}: one of {', '.join(PROFILES)}")
@@ -274,7 +279,7 @@ class Settings(BaseSettings, RequestLimits, Tuning):
     limits: str = Field(
         "standard",
         description="The limits one request is held to: a profile (standard, strict or "
-        "generous), optionally with some of its values changed (strict,max_page_size=1000)",
+        "generous), optionally with some of its values changed (strict,max_cost=50000)",
     )
     rate_limit: bool = Field(False, description="Limit each client's query cost per second")
     api_keys: CommaList = Field(

@@ -1,5 +1,6 @@
 """In a real browser: GraphiQL on a default `leadgreen serve` over the real data, with nothing off
-127.0.0.1 reachable, and examples/web (urql) from another origin drawing a model's curves.
+127.0.0.1 reachable, and examples/web (urql) from another origin drawing a model's curves and,
+in its plan explorer, every deployment plan of a task.
 
 The distribution's Chromium, driven by playwright-core (tests/browser/run.mjs). Run with
 scripts/browser-test, which sets everything up (Chromium, the runner, GraphiQL's assets, the
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,40 @@ BIN = Path(sys.executable).parent
 EXAMPLE_QUERY = re.search(
     r"gql<[^`]*>`(.*?)`", (ROOT / "examples" / "web" / "src" / "api.ts").read_text(), re.S
 )
+PLANNER_QUERY = re.search(
+    r"gql<DeploymentPlans, [^`]*>`(.*?)`",
+    (ROOT / "examples" / "web" / "src" / "planApi.ts").read_text(),
+    re.S,
+)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome-stable", "google-chrome")
+# The plan explorer opened on a chat deployment (its address), then text-to-image chosen in its
+# form with a demand and a batch-latency limit (run.mjs's --then-* options).
+SITE = {"pue": 1.2, "carbonIntensityGramsPerKwh": 400.0, "electricityPricePerKwh": 0.15}
+CHAT_MODELS = ["llama-3-1-8b-instruct", "qwen-3-32b", "qwen-3-8b"]
+PLANNER_ADDRESS = {
+    "task": "lm-arena-chat",
+    "models": ",".join(CHAT_MODELS),
+    "demand": "100",
+    "latency": "50",
+    "utilization": "0.8",
+    "pue": "1.2",
+    "carbon": "400",
+    "price": "0.15",
+}
+PLANNED = {
+    "first": {
+        "task": "lm-arena-chat",
+        "models": CHAT_MODELS,
+        "demand": {"requestsPerSecond": 100.0},
+        "latency": {"maxItlMs": 50.0, "percentile": "P50"},
+    },
+    "then": {
+        "task": "text-to-image",
+        "models": None,
+        "demand": {"imagesPerSecond": 2.0},
+        "latency": {"maxBatchLatencySeconds": 30.0},
+    },
+}
 
 
 def chromium() -> str:
@@ -124,8 +159,11 @@ def example(prepared: str) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def seen(prepared: str, api: str, example: str, artifacts: Path) -> dict[str, Any]:
     """What tests/browser/run.mjs saw of both pages, in one browser."""
+    planner = f"{example}plan.html?{urllib.parse.urlencode(PLANNER_ADDRESS)}"
     command = ["node", "run.mjs", "--graphiql", f"{api}/graphql", "--example", example]
-    command += ["--api", api, "--out", str(artifacts), "--chromium", prepared]
+    command += ["--planner", planner, "--then-task", "text-to-image", "--then-demand", "2"]
+    command += ["--then-latency", "30", "--api", api, "--out", str(artifacts)]
+    command += ["--chromium", prepared]
     started = time.monotonic()
     done = subprocess.run(
         command, cwd=ROOT / "tests" / "browser", capture_output=True, text=True, timeout=240
@@ -227,6 +265,53 @@ def cors_by_default(api: str, page: str) -> bool:
     return preflight.headers.get("access-control-allow-origin") in ("*", origin.group(0))
 
 
+def test_the_plan_explorer_draws_every_plan(seen: dict[str, Any], api: str) -> None:
+    """examples/web/plan.html plans what its address says, then what its form is given (another
+    task, of the other kind), and shows each answer whole: every plan a point of the chart, the
+    Pareto-optimal ones ringed, the first 25 in the table, the choices written to the address."""
+    assert PLANNER_QUERY is not None
+    page = seen["planner"]
+    assert {key: page.get(key) for key in PLANNER} == PLANNER
+    for view, asked in PLANNED.items():
+        variables = asked | {"utilization": 0.8, "objective": "ENERGY", "site": SITE}
+        answer = graphql(api, PLANNER_QUERY.group(1), **variables, first=1000)["deploymentPlan"]
+        plans = answer["plans"]
+        pareto = [p for p in plans if p["paretoOptimal"]]
+        shown = plans[:25]
+        assert (answer["totalCount"], len(plans)) == (len(plans), len(plans))
+        assert {key: page[view][key] for key in SHOWN} == {
+            "state": "loaded",
+            "task": asked["task"],
+            "models": asked["models"] or [],
+            "charts": 1,
+            "drawn": len(plans) + len(pareto),
+            "pareto": len(pareto),
+            "rows": len(shown),
+            "paretoRows": sum(p["paretoOptimal"] for p in shown),
+            "ranks": [p["rank"] for p in shown],
+        }
+        assert page[view]["statusText"].startswith(
+            f"{answer['totalCount']} plans of {answer['candidates']} configurations "
+            f"({answer['demandUnit']}); {len(pareto)} Pareto-optimal"
+        )
+    written = urllib.parse.parse_qs(page["then"]["search"].lstrip("?"))
+    assert written == {
+        "api": [api],
+        "task": ["text-to-image"],
+        "demand": ["2"],
+        "latency": ["30"],
+        "utilization": ["0.8"],
+        "pue": ["1.2"],
+        "carbon": ["400"],
+        "price": ["0.15"],
+        "objective": ["ENERGY"],
+    }
+
+
+PLANNER = {"status": 200, "crossOrigin": True, **CLEAN}
+SHOWN = ("state", "task", "models", "charts", "drawn", "pareto", "rows", "paretoRows", "ranks")
+
+
 def test_the_browser_step_is_quick(seen: dict[str, Any]) -> None:
-    """Both pages, browser start included, well within CI's two minutes for the whole step."""
+    """The three pages, browser start included, well within CI's two minutes for the step."""
     assert seen["seconds"] < 90

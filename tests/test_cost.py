@@ -200,8 +200,8 @@ async def test_the_cost_limit_is_a_setting(synthetic_db, settings) -> None:
     answer = await run(synthetic_db, tight, "{ configurations(first: 999) { nodes { id } } }")
     assert answer["errors"] == [
         {
-            "message": "The query costs 502, more than the limit of 500.",
-            "extensions": {"code": "QUERY_TOO_COMPLEX", "cost": 502, "maxCost": 500},
+            "message": "The query costs 1001, more than the limit of 500.",
+            "extensions": {"code": "QUERY_TOO_COMPLEX", "cost": 1001, "maxCost": 500},
         }
     ]
 

@@ -10,6 +10,9 @@ valid against the committed schema.graphql, and runs as written on the real data
   on a database holding both (2026-02-16 with the manifest as release 1, then 2025-12-17);
 - one marked `# "message" (BAD_USER_INPUT)` gives exactly that one error.
 
+An example whose block is followed at once (nothing but blank lines between) by a ```json
+block runs with that object as its variables.
+
 The site builds with `mkdocs build --strict` (which checks every internal link and anchor), and
 its generated schema reference holds every type and field.
 """
@@ -17,12 +20,14 @@ its generated schema reference holds every type and field.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from graphql import (
@@ -46,6 +51,10 @@ from tests.conftest import EARLIER, ROOT, SEED, SNAPSHOT, ingest_dir, make_execu
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # A fenced block of GraphQL, possibly indented (in a list item).
 GRAPHQL_FENCE = re.compile(r"^([ \t]*)```graphql[ \t]*\n(.*?)^\1```", re.S | re.M)
+# The variables of the example just above: a ```json block right after its fence.
+VARIABLES_FENCE = re.compile(
+    r"[ \t]*\n(?:[ \t]*\n)*([ \t]*)```json[ \t]*\n(.*?)^\1```", re.S | re.M
+)
 TWO_RELEASES = "# (needs two releases: ingest 2025-12-17 and 2026-02-16)"
 FAILS = re.compile(r'^# "(.*)" \(BAD_USER_INPUT\)$', re.M)
 # The shortest README that still says what it must (the two commands, a first query, the
@@ -61,6 +70,7 @@ class Example:
     path: str  # relative to the repository
     line: int
     text: str
+    variables: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -89,7 +99,9 @@ def _examples() -> list[Example]:
             indent = match.group(1)
             body = "\n".join(line.removeprefix(indent) for line in match.group(2).splitlines())
             line = text.count("\n", 0, match.start()) + 1
-            found.append(Example(path.relative_to(ROOT).as_posix(), line, body + "\n"))
+            given = VARIABLES_FENCE.match(text, match.end())
+            variables = json.loads(given.group(2)) if given else {}
+            found.append(Example(path.relative_to(ROOT).as_posix(), line, body + "\n", variables))
     return found
 
 
@@ -183,7 +195,7 @@ def test_the_readme_is_short_and_its_links_resolve() -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("example", _params(ORDINARY))
 async def test_example_runs_on_the_real_data(execute_real, example: Example) -> None:
-    data = await execute_real(example.text)
+    data = await execute_real(example.text, **example.variables)
     assert "errors" not in data, (example.id, data)
     assert all(value not in (None, []) for value in data.values()), (example.id, data)
 
@@ -194,7 +206,7 @@ async def test_example_runs_on_the_real_data(execute_real, example: Example) -> 
 async def test_example_runs_over_two_releases(engine, settings: Settings, example: Example) -> None:
     await ingest_dir(engine, SNAPSHOT, SEED)
     await ingest_dir(engine, EARLIER)
-    data = await make_execute(engine, settings)(example.text)
+    data = await make_execute(engine, settings)(example.text, **example.variables)
     assert "errors" not in data, (example.id, data)
     assert all(value not in (None, []) for value in data.values()), (example.id, data)
 
@@ -203,7 +215,7 @@ async def test_example_runs_over_two_releases(engine, settings: Settings, exampl
 @pytest.mark.anyio
 @pytest.mark.parametrize("example", _params(ERRORS))
 async def test_error_example_gives_its_message(execute_real, example: Example) -> None:
-    assert await execute_real(example.text) == {
+    assert await execute_real(example.text, **example.variables) == {
         "errors": [{"message": example.error, "code": "BAD_USER_INPUT"}]
     }
 

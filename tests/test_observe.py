@@ -100,7 +100,7 @@ async def test_user_errors_are_one_line_without_a_traceback(synthetic_db, settin
         ("info", 400, "BAD_REQUEST"),
         ("info", 404, "NOT_FOUND"),
     ]
-    assert requests[0]["message"] == "`first` must be between 0 and 500, got 100000"
+    assert requests[0]["message"] == "`first` must be between 0 and 1000, got 100000"
     assert [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info] == []
 
 

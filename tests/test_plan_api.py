@@ -564,8 +564,8 @@ EXACTLY_ONE = (
         ('gpus: ["A100"]', "unknown GPU 'A100' in `gpus`; `gpus` lists them"),
         ('models: ["gpt-9"]', "unknown model slug 'gpt-9' in `models`; `models` lists them"),
         ('task: "chat"', "unknown task 'chat' in `task`; `tasks` lists them"),
-        ("first: 501", "`first` must be between 0 and 500, got 501"),
-        ("first: -1", "`first` must be between 0 and 500, got -1"),
+        ("first: 1001", "`first` must be between 0 and 1000, got 1001"),
+        ("first: -1", "`first` must be between 0 and 1000, got -1"),
     ],
 )
 async def test_bad_input_names_the_argument_and_the_value(

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from bench.queries import TASK_TABLE
 from db.database import create_engine
-from graph.settings import Settings
+from graph.settings import PROFILES, Settings
 from tests.conftest import SNAPSHOT, make_execute
 
 pytestmark = pytest.mark.realdata
@@ -200,8 +201,8 @@ def cases(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def planner(real_url: str) -> Iterator[Any]:
     """The real data's schema execution, with an event loop of its own (Hypothesis's examples
-    are plain calls), and a page that holds every plan of the largest task (638)."""
-    settings = Settings(database_url=real_url, manifest=None, max_page_size=1000)
+    are plain calls), on the standard profile (its page holds every plan of the largest task)."""
+    settings = Settings(database_url=real_url, manifest=None)
     with asyncio.Runner() as runner:
         engine = create_engine(real_url)
         yield runner, make_execute(engine, settings)
@@ -238,3 +239,47 @@ def test_every_plan_agrees_with_the_task_files(planner, case) -> None:
     assert [p["row"] for p in got] == [p["row"] for p in plans]
     for mine, theirs in zip(got, plans, strict=True):
         assert comparable(mine) == pytest.approx(comparable(theirs)), (task, mine["row"])
+
+
+# A whole page of plans as a client asks it: every figure of a plan and of its configuration.
+FULL_PAGE = """query WholeTask($task: String!, $demand: DemandInput!, $first: Int!) {
+  deploymentPlan(task: $task, demand: $demand, first: $first, site: {pue: 1.2,
+      carbonIntensityGramsPerKwh: 400, electricityPricePerKwh: 0.15,
+      gpuHourPrices: [{gpu: "H100", price: 2.5}, {gpu: "B200", price: 5.5}]}) {
+    candidates totalCount excluded { limit configurations reason } reason
+    plans { rank paretoOptimal latency outputsPerSecond requestsPerSecond outputsPerRequest
+      throughputPerReplica replicas gpuCount powerWatts { lower upper }
+      energyPerDayKwh { lower upper } energyPerRequestJoules carbonPerDayKg { lower upper }
+      electricityCostPerDay { lower upper } gpuCostPerDay costPerDay unavailable { field reason }
+      configuration { id gpuModel numGpus avgPowerWatts model { slug name }
+        ... on Configuration { maxNumSeqs tensorParallel medianItlMs energyPerTokenJoules }
+        ... on DiffusionConfiguration { batchSize batchLatencyS } } }
+    assumptions method } }"""
+# The largest LLM task's table with every field of a configuration (bench/queries.py's).
+TABLE = TASK_TABLE.replace("first: 500", "first: $first").replace(
+    "($task: String!)", "($task: String!, $first: Int!)"
+)
+LARGEST = max(ROWS, key=lambda task: len(ROWS[task]))
+LARGEST_LLM = max(set(ROWS) - DIFFUSION, key=lambda task: len(ROWS[task]))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("limits", sorted(PROFILES))
+async def test_a_whole_task_fits_in_one_page_of_every_profile(real_url: str, limits: str) -> None:
+    """The largest task's plans (text-to-image) and the largest LLM task's table, each in one
+    request with `first` = the profile's max_page_size: within its cost and field limits."""
+    settings = Settings(database_url=real_url, manifest=None, limits=limits)
+    engine = create_engine(real_url)
+    try:
+        execute = make_execute(engine, settings)
+        first = settings.max_page_size
+        plans = await execute(FULL_PAGE, task=LARGEST, demand={"imagesPerSecond": 2.0}, first=first)
+        table = await execute(TABLE, task=LARGEST_LLM, first=first)
+    finally:
+        await engine.dispose()
+    assert "errors" not in plans and "errors" not in table, (plans, table)
+    answer = plans["deploymentPlan"]
+    assert (LARGEST, answer["totalCount"], len(answer["plans"])) == ("text-to-image", 638, 638)
+    connection = table["configurations"]
+    assert (connection["totalCount"], len(connection["nodes"])) == (len(ROWS[LARGEST_LLM]),) * 2
+    assert connection["pageInfo"]["hasNextPage"] is False

@@ -202,8 +202,8 @@ async def test_cursor_pagination_walks_every_row_once(execute_synthetic) -> None
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ("first: 501", "`first` must be between 0 and 500, got 501"),
-        ("first: -1", "`first` must be between 0 and 500, got -1"),
+        ("first: 1001", "`first` must be between 0 and 1000, got 1001"),
+        ("first: -1", "`first` must be between 0 and 1000, got -1"),
         (
             'after: "bm90IGEgY3Vyc29y"',
             "`after` is not a cursor this API issued: 'bm90IGEgY3Vyc29y'",

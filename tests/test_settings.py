@@ -74,7 +74,7 @@ def test_the_limits_are_one_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings().model_dump(include=set(RequestLimits.model_fields)) == standard.model_dump()
     monkeypatch.setenv("LEADGREEN_LIMITS", "strict")
     strict = Settings()
-    assert (strict.max_page_size, strict.field_suggestions, strict.max_depth) == (200, False, 16)
+    assert (strict.max_page_size, strict.field_suggestions, strict.max_depth) == (1000, False, 16)
     monkeypatch.setenv("LEADGREEN_LIMITS", "generous, batch_max = 5")
     assert (Settings().batch_max, Settings().max_cost) == (5, 2_500_000)
     # The constructor's own values win over the profile's (tests change one limit so).

@@ -4,7 +4,11 @@
 //
 //   node run.mjs --graphiql http://127.0.0.1:8000/graphql --out DIR
 //   node run.mjs --example http://127.0.0.1:5174/ --api http://127.0.0.1:8000 --out DIR
-//   (both together run both, in one browser)
+//   node run.mjs --planner 'http://127.0.0.1:5174/plan.html?task=...' --api URL --out DIR
+//   (together they run in one browser)
+//
+// The planner check opens the plan explorer with the address's choices, then picks another
+// task in the form (--then-task, --then-demand, --then-latency) and plans again.
 //
 // Options: --out DIR (screenshots; default ./out), --chromium PATH (default $CHROMIUM, else the
 // first of chromium, chromium-browser, google-chrome-stable, google-chrome on PATH),
@@ -24,6 +28,10 @@ const { values: opts } = parseArgs({
   options: {
     graphiql: { type: 'string' },
     example: { type: 'string' },
+    planner: { type: 'string' },
+    'then-task': { type: 'string', default: 'text-to-image' },
+    'then-demand': { type: 'string', default: '2' },
+    'then-latency': { type: 'string', default: '30' },
     api: { type: 'string' },
     out: { type: 'string', default: 'out' },
     chromium: { type: 'string', default: process.env.CHROMIUM || '' },
@@ -53,7 +61,7 @@ const timeout = Number(opts.timeout);
 
 function usage(message) {
   console.error(`run.mjs: ${message}`);
-  console.error('usage: node run.mjs [--graphiql URL] [--example URL --api URL] [--out DIR]');
+  console.error('usage: node run.mjs [--graphiql URL] [--example URL] [--planner URL] [--api URL] [--out DIR]');
   process.exit(2);
 }
 
@@ -73,8 +81,8 @@ async function findChromium() {
   usage(`no Chromium found (${BROWSERS.join(', ')} on PATH); give --chromium or $CHROMIUM`);
 }
 
-if (!opts.graphiql && !opts.example) usage('give --graphiql URL and/or --example URL');
-if (opts.example && !opts.api) usage('--example needs --api URL');
+if (!opts.graphiql && !opts.example && !opts.planner) usage('give --graphiql, --example or --planner URL');
+if ((opts.example || opts.planner) && !opts.api) usage('--example and --planner need --api URL');
 
 // Watches one page: console errors, uncaught exceptions, CSP violations, failed local requests,
 // and the requests to other hosts, which it aborts.
@@ -278,6 +286,78 @@ async function checkExample(context, pageUrl, api, out) {
   return result;
 }
 
+// The page's status once it says loaded or error, and not `before` (the text of the last one).
+async function settled(page, before = null) {
+  const state = await page.waitForFunction(
+    (previous) => {
+      const status = document.querySelector('#status');
+      const value = status?.getAttribute('data-state');
+      const text = status?.textContent ?? '';
+      return (value === 'loaded' || value === 'error') && text !== previous ? { value, text } : null;
+    },
+    before,
+    { timeout, polling: 100 },
+  );
+  const { value, text } = await state.jsonValue();
+  return { state: value, statusText: text.trim() };
+}
+
+// What the plan explorer shows: the chart's points (and its rings), the table's rows, the
+// address the form wrote.
+async function plannerView(page) {
+  return page.evaluate(() => {
+    const svg = document.querySelector('svg[data-chart="energy-gpus"]');
+    const circles = svg ? [...svg.querySelectorAll('circle')] : [];
+    return {
+      task: document.querySelector('#task')?.value ?? null,
+      models: [...(document.querySelector('#models')?.selectedOptions ?? [])].map((o) => o.value),
+      charts: document.querySelectorAll('svg[data-chart]').length,
+      drawn: circles.filter((c) => ['cx', 'cy'].every((a) => Number.isFinite(Number(c.getAttribute(a))))).length,
+      pareto: svg ? svg.querySelectorAll('g.emphasis circle').length : 0,
+      rows: document.querySelectorAll('#plans tbody tr').length,
+      paretoRows: document.querySelectorAll('#plans tbody tr.pareto').length,
+      ranks: [...document.querySelectorAll('#plans tbody tr')].map((r) => Number(r.dataset.rank)),
+      search: location.search,
+    };
+  });
+}
+
+async function checkPlanner(context, pageUrl, api, out) {
+  const page = await context.newPage();
+  const seen = await watch(context, page);
+  const url = new URL(pageUrl);
+  url.searchParams.set('api', api);
+  const result = { url: url.href, api, crossOrigin: url.origin !== new URL(api).origin };
+  try {
+    const response = await page.goto(url.href, { waitUntil: 'load', timeout });
+    result.status = response?.status();
+    result.first = { ...(await settled(page)), ...(await plannerView(page)) };
+    result.screenshot = path.join(out, 'planner.png');
+    await page.screenshot({ path: result.screenshot, fullPage: true });
+    // Another task, chosen in the form as a person would.
+    await page.selectOption('#task', opts['then-task']);
+    await page.fill('#demand', opts['then-demand']);
+    await page.fill('#latency', opts['then-latency']);
+    await page.click('#plan');
+    result.then = { ...(await settled(page, result.first.statusText)), ...(await plannerView(page)) };
+    await pageViolations(page, seen);
+  } catch (error) {
+    result.error = String(error?.message || error).split('\n')[0];
+    result.screenshot = path.join(out, 'planner-failed.png');
+    await page.screenshot({ path: result.screenshot }).catch(() => {});
+  }
+  Object.assign(result, summary(seen));
+  result.ok =
+    !result.error &&
+    result.status === 200 &&
+    result.crossOrigin &&
+    [result.first, result.then].every((view) => view?.state === 'loaded' && view.charts === 1 && view.drawn > 0) &&
+    clean(seen);
+  await page.close();
+  await context.unroute('**/*');
+  return result;
+}
+
 const out = path.resolve(opts.out);
 await mkdir(out, { recursive: true });
 const executablePath = await findChromium();
@@ -302,7 +382,8 @@ try {
   results.browser = await blank.evaluate(() => navigator.userAgent);
   if (opts.graphiql) results.graphiql = await checkGraphiql(context, opts.graphiql, out);
   if (opts.example) results.example = await checkExample(context, opts.example, opts.api, out);
-  results.ok = [results.graphiql, results.example].every((r) => r === undefined || r.ok);
+  if (opts.planner) results.planner = await checkPlanner(context, opts.planner, opts.api, out);
+  results.ok = [results.graphiql, results.example, results.planner].every((r) => r === undefined || r.ok);
 } catch (error) {
   results.error = String(error?.message || error).split('\n')[0];
 } finally {
