@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -70,6 +71,19 @@ BACKENDS: list[Any] = ["sqlite"] + (
     if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off"
     else [pytest.param("postgres", marks=pytest.mark.postgres)]
 )
+# Hypothesis's examples: the quick loop's profile (the default) draws a quarter of them, `ci`
+# (HYPOTHESIS_PROFILE=ci, as scripts/test sets, or --hypothesis-profile=ci) all of them; a test
+# of its own count says it with `examples(n)`, n being the count under `ci`.
+hypothesis.settings.register_profile("ci", max_examples=100)
+hypothesis.settings.register_profile("quick", max_examples=25)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+def examples(ci: int) -> int:
+    """`ci` examples under the ci profile, a quarter of them under the quick one."""
+    return ci * hypothesis.settings.default.max_examples // 100
+
+
 # Fixtures that hold the real data, and names that point at it: a test using either is marked
 # `realdata` (and so left out of the quick loop).
 REAL_FIXTURES = {"real_url", "real_db", "real_settings", "execute_real", "real_client"}

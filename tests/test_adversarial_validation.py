@@ -31,7 +31,7 @@ from graph.engine.validation import (
 )
 from graph.internals import core_schema
 from graph.settings import Settings
-from tests.conftest import SCHEMA, app_client
+from tests.conftest import SCHEMA, app_client, examples
 
 pytestmark = pytest.mark.anyio
 
@@ -195,7 +195,7 @@ def documents(draw: Any) -> str:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
