@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -85,7 +86,8 @@ INLINE_READ_BYTES = 256 * 1024
 
 
 class Fetcher:
-    """Fetches snapshot files by their path relative to the snapshot's root."""
+    """Fetches snapshot files by their path relative to the snapshot's root; a remote file is
+    tried `attempts` times, `sleep` waiting out the backoff between two (tests record it)."""
 
     def __init__(
         self,
@@ -95,11 +97,12 @@ class Fetcher:
         attempts: int = 4,
         backoff: float = 0.5,
         max_file_bytes: int = MAX_FILE_BYTES,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.location = location.rstrip("/")
         self.remote = self.location.startswith(("http://", "https://"))
         self._timeout, self._attempts, self._backoff = timeout, attempts, backoff
-        self.max_file_bytes = max_file_bytes
+        self.max_file_bytes, self._sleep = max_file_bytes, sleep
         self._client: httpx.AsyncClient | None = None
         self._root = None if self.remote else Path(self.location).resolve()
 
@@ -177,6 +180,7 @@ class Fetcher:
             wait=wait_exponential(multiplier=self._backoff, max=8),
             retry=retry_if_exception(_worth_retrying),
             reraise=True,
+            sleep=self._sleep,
         )
         try:
             async for attempt in retrying:

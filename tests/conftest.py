@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.applications import Starlette
 
 from db.database import create_engine, create_tables, sessionmaker
 from db.ingest import IngestReport, ingest
@@ -28,6 +31,7 @@ from db.snapshot import load_manifest, load_snapshot
 from graph.schema import build_schema
 from graph.schema.context import Context
 from graph.schema.memory import Catalogs
+from graph.server import handler
 from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
@@ -67,6 +71,19 @@ BACKENDS: list[Any] = ["sqlite"] + (
     if os.environ.get("LEADGREEN_TEST_POSTGRES") == "off"
     else [pytest.param("postgres", marks=pytest.mark.postgres)]
 )
+# Hypothesis's examples: the quick loop's profile (the default) draws a quarter of them, `ci`
+# (HYPOTHESIS_PROFILE=ci, as scripts/test sets, or --hypothesis-profile=ci) all of them; a test
+# of its own count says it with `examples(n)`, n being the count under `ci`.
+hypothesis.settings.register_profile("ci", max_examples=100)
+hypothesis.settings.register_profile("quick", max_examples=25)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
+
+def examples(ci: int) -> int:
+    """`ci` examples under the ci profile, a quarter of them under the quick one."""
+    return ci * hypothesis.settings.default.max_examples // 100
+
+
 # Fixtures that hold the real data, and names that point at it: a test using either is marked
 # `realdata` (and so left out of the quick loop).
 REAL_FIXTURES = {"real_url", "real_db", "real_settings", "execute_real", "real_client"}
@@ -289,26 +306,46 @@ def execute_real(real_db: AsyncEngine, real_settings: Settings) -> Execute:
     return make_execute(real_db, real_settings)
 
 
-async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The app on `settings`, started, and a client talking to it through ASGI."""
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
+@contextlib.asynccontextmanager
+async def app_client(
+    settings: Settings,
+    *,
+    execute: handler.Execute | None = None,
+    started: bool = True,
+    root_path: str = "",
+    **overrides: Any,
+) -> AsyncIterator[tuple[Starlette, httpx.AsyncClient]]:
+    """The app on `settings` with `overrides` (`execute` as `create_app` takes it), started, and
+    a client talking to it through ASGI (an exception escaping the app is raised in the test,
+    with its traceback). Not `started`: the requests meet a process whose start
+    has not run (or whose database is away), and the start runs after them, to close what they
+    opened."""
+    app = create_app(settings.model_copy(update=overrides), execute=execute)
+    transport = httpx.ASGITransport(app=app, root_path=root_path)
+    async with contextlib.AsyncExitStack() as stack:
+        if started:
+            await stack.enter_async_context(app.router.lifespan_context(app))
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(transport=transport, base_url="http://test")
+        )
+        yield app, client
+    if not started:
+        with contextlib.suppress(OSError):  # (the database out of reach: nothing was opened)
+            async with app.router.lifespan_context(app):
+                pass
 
 
 @pytest.fixture
 async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """HTTP through the ASGI app, against whatever the test put in the database."""
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         yield client
 
 
 @pytest.fixture
 async def real_client(real_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """HTTP through the ASGI app, against the real data."""
-    async for client in app_client(real_settings):
+    async with app_client(real_settings) as (_, client):
         yield client
 
 

@@ -27,7 +27,6 @@ class Fault:
 
     kind: str  # "status", "hang", "reset", "truncate", "body"
     status: int = 200
-    seconds: float = 0.0
     body: bytes = b""
 
     @classmethod
@@ -36,9 +35,10 @@ class Fault:
         return cls("status", status=status)
 
     @classmethod
-    def hang(cls, seconds: float) -> Fault:
-        """Accept the request and answer nothing for this long (or until the server stops)."""
-        return cls("hang", seconds=seconds)
+    def hang(cls) -> Fault:
+        """Accept the request and answer nothing until the server stops: only the client's time
+        limit ends the wait."""
+        return cls("hang")
 
     @classmethod
     def reset(cls) -> Fault:
@@ -153,7 +153,7 @@ class SnapshotServer:
                 elif fault.kind == "body":
                     self._answer(fault.status, fault.body)
                 elif fault.kind == "hang":
-                    server._stopping.wait(fault.seconds)
+                    server._stopping.wait()
                     self.close_connection = True
                 elif fault.kind == "reset":
                     linger = struct.pack("ii", 1, 0)

@@ -26,8 +26,8 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.server.app import create_app
 from tests import synthetic
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -268,12 +268,7 @@ async def test_a_batch_when_batching_is_off(synthetic_db, client, accept) -> Non
 async def test_a_batch_over_the_maximum(synthetic_db, settings) -> None:
     """With batching on (LEADGREEN_BATCH_MAX=5), 50 operations are refused as a whole (400) and
     3 are answered in order (200, a JSON array of three answers)."""
-    app = create_app(settings.model_copy(update={"batch_max": 5}))
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
-    ):
+    async with app_client(settings, batch_max=5) as (_, client):
         many = await client.post("/graphql", json=[{"query": GPUS}] * 50)
         few = await client.post(
             "/graphql",

@@ -20,7 +20,8 @@ from sqlalchemy import text
 
 from db.database import create_engine
 from graph.errors import Code, database_fault
-from tests.test_faults import after_the_poll, fault_settings, pg_url, proxied, serving
+from tests.conftest import app_client
+from tests.test_faults import after_the_poll, fault_settings, pg_url, proxied
 
 pytestmark = pytest.mark.anyio
 __all__ = ["pg_url", "proxied"]  # fixtures, used by name
@@ -78,7 +79,7 @@ ROUTES = [
 async def test_every_route_is_answered_in_time_by_a_black_hole(proxied) -> None:
     proxy, url = proxied
     settings = fault_settings(url)  # requests 3 s, the database 1 s
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         await client.get(ROUTES[0][1])
         await proxy.blackhole()
         await after_the_poll(settings)

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.server.app import create_app
 from graph.server.edge import uvicorn_settings
 from graph.settings import Settings
+from tests.conftest import app_client
 from tests.live import serving
 
 pytestmark = pytest.mark.anyio
@@ -137,11 +137,7 @@ async def test_get_answers_hold_nothing_of_the_client(synthetic_db, settings) ->
     answer carries its client's."""
     for rate_limit in (True, False):
         update = {"rate_limit": rate_limit, "api_keys": ["key-a", "key-b"]}
-        app = create_app(settings.model_copy(update=update))
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c,
-        ):
+        async with app_client(settings, **update) as (_, c):
             first = await c.get(QUERY, headers={"x-api-key": "key-a"})
             other = await c.get(QUERY, headers={"x-api-key": "key-b"})
             posted = await c.post("/graphql", json={"query": "{ gpus { name } }"})

@@ -31,8 +31,7 @@ from starlette.routing import Route
 
 from db.database import create_engine
 from db.tables import metadata
-from graph.server.app import create_app
-from graph.settings import Settings
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -115,39 +114,32 @@ def check(method: str, response: httpx.Response) -> None:
         assert "INTERNAL" not in found, body
 
 
-@pytest.fixture
-async def app_client(synthetic_db, settings: Settings) -> Any:
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield app, client
-
-
 @pytest.mark.slow
-async def test_no_route_answers_500_whatever_it_is_sent(app_client) -> None:
-    app, client = app_client
+async def test_no_route_answers_500_whatever_it_is_sent(synthetic_db, settings) -> None:
+    async with app_client(settings) as (app, client):
 
-    async def send(method: str, target: str, headers: dict[str, str], body: bytes | None) -> Any:
-        return await client.request(method, target, headers=headers, content=body)
+        async def send(
+            method: str, target: str, headers: dict[str, str], body: bytes | None
+        ) -> Any:
+            return await client.request(method, target, headers=headers, content=body)
 
-    @hypothesis_settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(http_requests(routes(app)))
-    def prop(request: tuple[str, str, dict[str, str], bytes | None]) -> None:
-        method, target, headers, body = request
-        try:
-            response = anyio.from_thread.run(send, method, target, headers, body)
-        except httpx.InvalidURL:  # the client refuses to send it: nothing to check
-            return
-        check(method, response)
+        @hypothesis_settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(http_requests(routes(app)))
+        def prop(request: tuple[str, str, dict[str, str], bytes | None]) -> None:
+            method, target, headers, body = request
+            try:
+                response = anyio.from_thread.run(send, method, target, headers, body)
+            except httpx.InvalidURL:  # the client refuses to send it: nothing to check
+                return
+            check(method, response)
 
-    await anyio.to_thread.run_sync(prop)
+        await anyio.to_thread.run_sync(prop)
 
 
 def not_a_release(value: str) -> dict[str, Any]:
@@ -206,12 +198,8 @@ async def test_a_forged_cursor_of_deep_json_is_bad_input(synthetic_db, client) -
 async def test_tables_dropped_under_a_running_server(synthetic_db, settings, database_url) -> None:
     """503 DATABASE_UNAVAILABLE with Retry-After for what needs the database; what the
     process holds in memory is still answered; never INTERNAL."""
-    app = create_app(settings.model_copy(update={"cache": "off", "release_poll_seconds": 0}))
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
-    ):
+    uncached = settings.model_copy(update={"cache": "off", "release_poll_seconds": 0})
+    async with app_client(uncached) as (_, client):
         assert (
             await client.post("/graphql", json={"query": "{ gpus { name } }"})
         ).status_code == 200
@@ -245,17 +233,13 @@ async def test_connections_terminated_under_a_running_server(
     when it is taken from the pool), never refused."""
     if not database_url.startswith("postgresql"):
         pytest.skip("PostgreSQL only")
-    app = create_app(settings.model_copy(update={"cache": "off", "release_poll_seconds": 0}))
-    transport = httpx.ASGITransport(app=app)
+    uncached = settings.model_copy(update={"cache": "off", "release_poll_seconds": 0})
     admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
     kill = text(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         "WHERE datname = current_database() AND pid <> pg_backend_pid()"
     )
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
-    ):
+    async with app_client(uncached) as (_, client):
         for _ in range(3):
             await client.post("/graphql", json={"query": "{ releases { number } }"})
             async with admin.connect() as connection:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cache import serve
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_a_bug_is_logged_with_its_traceback_and_request_id(
         raise RuntimeError("a bug")
 
     caplog.set_level(logging.INFO)
-    async with serve(settings, broken) as client:
+    async with app_client(settings, execute=broken) as (_, client):
         response = await client.post("/graphql", json={"query": "{ gpus { name } }"})
     [error] = response.json()["errors"]
     assert (response.status_code, error["extensions"]["code"]) == (500, "INTERNAL")

@@ -9,12 +9,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-import httpx
 import pytest
 
 from graph.caches import Budget
-from graph.server.app import create_app
-from graph.settings import Settings
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -29,18 +27,11 @@ def documents(app: Any) -> Any:
     return app.state.schema.engine.documents
 
 
-async def serve(settings: Settings, budget: int = BUDGET) -> Any:
-    app = create_app(settings.model_copy(update={"cache_max_bytes": budget}))
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
-    return app, client
-
-
 async def test_variables_an_operation_does_not_declare_are_not_kept(synthetic_db, settings) -> None:
     """Twenty 1 MB bodies of junk variables for `{ __typename }`: answered, and what the
     process keeps for them (requests read, documents, answers) stays within its shares."""
-    app, client = await serve(settings)
     junk = {f"v{i}": "x" * 1000 for i in range(1000)}
-    async with app.router.lifespan_context(app), client:
+    async with app_client(settings, cache_max_bytes=BUDGET) as (app, client):
         for n in range(20):
             body = {"query": "{ __typename }", "variables": {**junk, "n": n}}
             response = await client.post("/graphql", json=body)
@@ -54,11 +45,10 @@ async def test_variables_an_operation_does_not_declare_are_not_kept(synthetic_db
 async def test_a_persisted_query_past_the_document_limit_is_never_stored(
     synthetic_db, settings
 ) -> None:
-    app, client = await serve(settings)
     document = "{ __typename }" + " " * 1_000_000
     sha = hashlib.sha256(document.encode()).hexdigest()
     persisted = {"persistedQuery": {"version": 1, "sha256Hash": sha}}
-    async with app.router.lifespan_context(app), client:
+    async with app_client(settings, cache_max_bytes=BUDGET) as (app, client):
         response = await client.post("/graphql", json={"query": document, "extensions": persisted})
         assert [e["extensions"]["code"] for e in response.json()["errors"]] == [
             "DOCUMENT_TOO_LARGE"
@@ -75,8 +65,7 @@ async def test_distinct_documents_are_kept_within_their_share(synthetic_db, sett
     their memos stay within the documents' share of the budget (least recently used out
     first; one larger than the whole share would not be kept at all)."""
     budget = 64 * 1024 * 1024
-    app, client = await serve(settings, budget)
-    async with app.router.lifespan_context(app), client:
+    async with app_client(settings, cache_max_bytes=budget) as (app, client):
         for n in range(12):
             document = "{ gpus { name } }" + " " * 60_000 + f"# {n}"
             response = await client.post("/graphql", json={"query": document})

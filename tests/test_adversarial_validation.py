@@ -30,9 +30,8 @@ from graph.engine.validation import (
     validation_errors,
 )
 from graph.internals import core_schema
-from graph.server.app import create_app
 from graph.settings import Settings
-from tests.conftest import SCHEMA
+from tests.conftest import SCHEMA, app_client, examples
 
 pytestmark = pytest.mark.anyio
 
@@ -196,7 +195,7 @@ def documents(draw: Any) -> str:
 
 
 @settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -232,11 +231,6 @@ def limited(settings: Settings, **more: Any) -> Settings:
     )
 
 
-async def serve(settings: Settings) -> Any:
-    app = create_app(settings)
-    return app, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
-
-
 def available(response: httpx.Response) -> int:
     value: int = response.json()["extensions"]["cost"]["throttleStatus"]["currentlyAvailable"]
     return value
@@ -247,8 +241,7 @@ async def test_a_new_document_pays_for_its_reading_once(synthetic_db, settings) 
     pays only for its answer (the response cache's hit: its actual cost)."""
     # 12 bytes and 5 spaces: 48 + 2.5 points; the answer costs 5, uses 3.
     query = "{ gpus { name } }"
-    app, client = await serve(limited(settings))
-    async with app.router.lifespan_context(app), client:
+    async with app_client(limited(settings)) as (_, client):
         first = await client.post("/graphql", json={"query": query})
         again = await client.post("/graphql", json={"query": query})
         other = await client.post("/graphql", json={"query": query + "  "})  # a new text
@@ -265,9 +258,8 @@ async def test_a_document_the_bucket_cannot_pay_to_read_is_refused_unread(
     """A fee past the bucket's capacity is paid from a full bucket (leaving it in debt, as a
     costly query does); then a new document is refused before it is read: THROTTLED, 429 with
     Retry-After."""
-    app, client = await serve(limited(settings, rate_limit_capacity=1000))
     document = "{ " + "__typename " * 40 + "}"  # 402 bytes and 41 spaces: 1,629 points
-    async with app.router.lifespan_context(app), client:
+    async with app_client(limited(settings, rate_limit_capacity=1000)) as (_, client):
         first = await client.post("/graphql", json={"query": document})
         second = await client.post("/graphql", json={"query": "{ gpus { name } }"})
     assert codes(first.json()) == ["THROTTLED"]  # read, then its own cost is past the debt
@@ -287,7 +279,6 @@ async def test_a_document_the_bucket_cannot_pay_to_read_is_refused_unread(
 async def test_a_body_sent_too_slowly_is_answered_504(synthetic_db, settings) -> None:
     """The time limit runs from the request's first byte: a client trickling its body is
     answered 504 REQUEST_TIMEOUT when it runs out."""
-    app = create_app(settings.model_copy(update={"request_timeout_seconds": 0.3}))
     sent: list[dict[str, Any]] = []
 
     received = 0
@@ -312,7 +303,10 @@ async def test_a_body_sent_too_slowly_is_answered_504(synthetic_db, settings) ->
         "headers": [(b"content-type", b"application/json")],
         "client": ("127.0.0.1", 1),
     }
-    async with app.router.lifespan_context(app), asyncio.timeout(30):  # a hang guard
+    async with (
+        app_client(settings, request_timeout_seconds=0.3) as (app, _),
+        asyncio.timeout(30),  # a hang guard
+    ):
         await app(scope, receive, send)
     assert sent[0]["status"] == 504
     assert b'"code":"REQUEST_TIMEOUT"' in sent[1]["body"]

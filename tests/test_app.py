@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from graph.server.app import create_app
 from graph.settings import Settings
+from tests.conftest import app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -44,13 +43,8 @@ async def test_a_middleware_added_to_the_app_sees_graphql(synthetic_db, settings
 
             await self.app(scope, receive, sending)
 
-    app = create_app(settings)
-    app.add_middleware(Recorder)
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
-    ):
+    async with app_client(settings) as (app, client):
+        app.add_middleware(Recorder)  # (Starlette builds its stack at the first request)
         await client.post("/graphql", json={"query": "{ gpus { name } }"})
         await client.get("/graphql", params={"query": "{ gpus { name } }"})
         await client.get("/healthz")
@@ -109,9 +103,8 @@ async def test_healthz_on_an_empty_database(client) -> None:
 async def test_healthz_is_liveness_and_readyz_asks_the_database() -> None:
     """A database out of reach does not make the process look dead (an orchestrator would
     restart every replica for it): /healthz is 200; /readyz says 503."""
-    app = create_app(Settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:9/none"))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+    away = Settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:9/none")
+    async with app_client(away, started=False) as (_, client):
         health = await client.get("/healthz")
         ready = await client.get("/readyz")
     assert (health.status_code, health.json()) == (
@@ -125,12 +118,8 @@ async def test_healthz_is_liveness_and_readyz_asks_the_database() -> None:
 
 
 async def test_cors_for_configured_origins(synthetic_db, settings) -> None:
-    app = create_app(settings.model_copy(update={"cors_origins": ["https://app.example"]}))
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
-    ):
+    configured = settings.model_copy(update={"cors_origins": ["https://app.example"]})
+    async with app_client(configured) as (_, client):
         preflight = await client.options(
             "/graphql",
             headers={

@@ -4,9 +4,7 @@ are never stored; the LRU bounds; the release watcher's bound; the Redis backend
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.types import ExecutionResult
 
 from db.database import sessionmaker
-from graph.server.app import create_app
-from graph.server.handler import Execute
 from graph.server.protocol import from_json_body
 from graph.server.release import ReleaseWatcher
 from graph.server.response_cache import MemoryCache
 from graph.server.responses import Answer
-from graph.settings import Settings
 from tests import synthetic
-from tests.conftest import ingest_dir
+from tests.conftest import app_client, ingest_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -57,25 +52,8 @@ NEWER = {
 }
 
 
-@contextlib.asynccontextmanager
-async def serve(
-    settings: Settings, execute: Execute | None = None, **overrides: Any
-) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of a fresh app (one "process") that looks up the release on every request;
-    `execute` runs requests through the schema instead of the engine, when given."""
-    updated = settings.model_copy(update={"release_poll_seconds": 0, **overrides})
-    app = create_app(updated, execute=execute)
-    transport = httpx.ASGITransport(app=app)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
-    ):
-        client.app = app  # type: ignore[attr-defined]
-        yield client
-
-
-def cache_of(client: httpx.AsyncClient) -> Any:
-    return client.app.state.graphql.cache  # type: ignore[attr-defined]
+def cache_of(app: Any) -> Any:
+    return app.state.graphql.cache
 
 
 async def ingest_newer(engine: AsyncEngine, tmp_path: Path) -> None:
@@ -101,7 +79,7 @@ def seen(response: httpx.Response) -> tuple[int, str | None, Any]:
 
 
 async def test_a_hit_is_the_bytes_of_the_miss(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         miss = await client.post("/graphql", json={"query": QUERY})
         hit = await client.post("/graphql", json={"query": QUERY})
     assert seen(miss) == (200, "MISS", ANSWER)
@@ -114,7 +92,7 @@ async def test_the_key_is_the_query_variables_and_operation(synthetic_db, settin
     """Variables in another order are the same request; other variables or operations are not."""
     query = "query A($slug: String!) { model(slug: $slug) { name } } query B { gpus { name } }"
     tiny = {"data": {"model": {"name": "Tiny 1B"}}}
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
 
         async def ask(variables: dict[str, Any] | None, operation: str) -> Any:
             body = {"query": query, "variables": variables, "operationName": operation}
@@ -131,13 +109,13 @@ async def test_the_key_is_the_query_variables_and_operation(synthetic_db, settin
 
 
 async def test_a_new_release_is_answered_from_at_once(synthetic_db, settings, tmp_path) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings, release_poll_seconds=0) as (app, client):
         before = await client.post("/graphql", json={"query": QUERY})
         assert seen(await client.post("/graphql", json={"query": QUERY}))[1] == "HIT"
         await ingest_newer(synthetic_db, tmp_path)
         after = await client.post("/graphql", json={"query": QUERY})
         again = await client.post("/graphql", json={"query": QUERY})
-        assert len(cache_of(client)) == 1  # the old release's answer was dropped
+        assert len(cache_of(app)) == 1  # the old release's answer was dropped
     assert seen(before) == (200, "MISS", ANSWER)
     assert seen(after) == (200, "MISS", NEWER)
     assert seen(again) == (200, "HIT", NEWER)
@@ -150,7 +128,7 @@ async def test_an_older_release_ingested_later_shows_at_once(
     query = "{ releases { lastUpdated } }"
     files = synthetic.documents()
     files["index.json"]["last_updated"] = "2029-12-01"
-    async with serve(settings) as client:
+    async with app_client(settings, release_poll_seconds=0) as (_, client):
         before = await client.post("/graphql", json={"query": query})
         await ingest_dir(synthetic_db, synthetic.write(tmp_path / "older", files))
         after = await client.post("/graphql", json={"query": query})
@@ -171,9 +149,9 @@ async def test_an_older_release_ingested_later_shows_at_once(
     ],
 )
 async def test_answers_with_errors_are_never_stored(synthetic_db, settings, query, code) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (app, client):
         responses = [await client.post("/graphql", json={"query": query}) for _ in range(2)]
-        assert len(cache_of(client)) == 0
+        assert len(cache_of(app)) == 0
     for response in responses:
         assert response.status_code == 200
         assert response.headers["cache-control"] == "no-store"
@@ -185,7 +163,7 @@ async def test_answers_with_errors_are_never_stored(synthetic_db, settings, quer
 async def test_no_data_is_not_stored_and_data_shows_once_ingested(
     engine, settings, synthetic_dir
 ) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings, release_poll_seconds=0) as (_, client):
         empty = await client.post("/graphql", json={"query": QUERY})
         await ingest_dir(engine, synthetic_dir)
         full = await client.post("/graphql", json={"query": QUERY})
@@ -194,7 +172,7 @@ async def test_no_data_is_not_stored_and_data_shows_once_ingested(
 
 
 async def test_cache_off_executes_every_request(synthetic_db, settings) -> None:
-    async with serve(settings, cache="off") as client:
+    async with app_client(settings, cache="off") as (_, client):
         responses = [await client.post("/graphql", json={"query": QUERY}) for _ in range(2)]
     assert [seen(r) for r in responses] == [(200, "MISS", ANSWER)] * 2
 
@@ -203,9 +181,9 @@ async def test_rate_limited_answers_are_replayed_with_each_clients_bucket(
     synthetic_db, settings
 ) -> None:
     """A hit is charged its actual cost and reports the bucket of the client it is sent to."""
-    async with serve(
+    async with app_client(
         settings, rate_limit=True, rate_limit_restore_rate=1e-9, rate_limit_byte_cost=0
-    ) as client:
+    ) as (_, client):
         responses = [await client.post("/graphql", json={"query": QUERY}) for _ in range(2)]
     assert [seen(r) for r in responses] == [(200, "MISS", ANSWER), (200, "HIT", ANSWER)]
     assert [r.json()["extensions"]["cost"]["throttleStatus"] for r in responses] == [
@@ -294,9 +272,9 @@ needs_redis = pytest.mark.redis
 @needs_redis
 async def test_redis_shares_answers_between_processes(synthetic_db, settings) -> None:
     query = f"# {uuid.uuid4()}\n{QUERY}"  # a request no earlier run can have stored
-    async with serve(settings, cache="redis") as first:
+    async with app_client(settings, cache="redis") as (_, first):
         miss = await first.post("/graphql", json={"query": query})
-    async with serve(settings, cache="redis") as second:
+    async with app_client(settings, cache="redis") as (_, second):
         shared = await second.post("/graphql", json={"query": query})
         local = await second.post("/graphql", json={"query": query})
     assert seen(miss) == (200, "MISS", ANSWER)
@@ -307,7 +285,7 @@ async def test_redis_shares_answers_between_processes(synthetic_db, settings) ->
 
 @needs_redis
 async def test_redis_answers_follow_a_new_release(synthetic_db, settings, tmp_path) -> None:
-    async with serve(settings, cache="redis") as client:
+    async with app_client(settings, cache="redis", release_poll_seconds=0) as (_, client):
         before = await client.post("/graphql", json={"query": QUERY})
         await ingest_newer(synthetic_db, tmp_path)
         after = await client.post("/graphql", json={"query": QUERY})
@@ -317,7 +295,10 @@ async def test_redis_answers_follow_a_new_release(synthetic_db, settings, tmp_pa
 
 async def test_without_redis_the_cache_stays_in_the_process(synthetic_db, settings) -> None:
     """An unreachable Redis costs the sharing, not the answers."""
-    async with serve(settings, cache="redis", redis_url="redis://127.0.0.1:9/0") as client:
+    async with app_client(settings, cache="redis", redis_url="redis://127.0.0.1:9/0") as (
+        _,
+        client,
+    ):
         responses = [await client.post("/graphql", json={"query": QUERY}) for _ in range(2)]
     assert [seen(r) for r in responses] == [(200, "MISS", ANSWER), (200, "HIT", ANSWER)]
 
@@ -330,8 +311,8 @@ async def test_concurrent_misses_of_one_key_execute_once(synthetic_db, settings)
         await release.wait()
         return ExecutionResult(data=ANSWER["data"], errors=None)
 
-    async with serve(settings, execute) as client:
-        handler = client.app.state.graphql  # type: ignore[attr-defined]
+    async with app_client(settings, execute=execute) as (app, _):
+        handler = app.state.graphql
         request = from_json_body(orjson.dumps({"query": QUERY}))
         current = await handler.current_release()
         key = request.key(current.token)

@@ -11,7 +11,8 @@ import pytest
 
 from graph.server.documents import MODEL_PAGE
 from graph.server.responses import FRESH_BROTLI, Answer, Encoded, choose, compress
-from tests.test_cache import TINY_FILE, serve
+from tests.conftest import app_client
+from tests.test_cache import TINY_FILE
 
 pytestmark = pytest.mark.anyio
 
@@ -62,7 +63,7 @@ def test_encoded_copies_are_made_once() -> None:
 
 @pytest.mark.parametrize("path", ["/api/v1/index.json", f"/data/{TINY_FILE}"])
 async def test_documents_in_every_coding_have_one_etag(synthetic_db, settings, path) -> None:
-    async with serve(settings, compress_min_bytes=64) as client:
+    async with app_client(settings, compress_min_bytes=64) as (_, client):
         plain = await client.get(path, headers={"accept-encoding": "identity"})
         coded = {
             coding: await client.get(path, headers={"accept-encoding": coding})
@@ -86,7 +87,7 @@ async def test_documents_in_every_coding_have_one_etag(synthetic_db, settings, p
 
 async def test_graphql_get_answers_in_every_coding_have_one_etag(synthetic_db, settings):
     params = {"query": MODEL_PAGE, "variables": '{"slug": "tiny-1b"}'}
-    async with serve(settings, compress_min_bytes=64) as client:
+    async with app_client(settings, compress_min_bytes=64) as (_, client):
         plain = await client.get("/graphql", params=params, headers={"accept-encoding": "identity"})
         br = await client.get("/graphql", params=params, headers={"accept-encoding": "br"})
         gz = await client.get("/graphql", params=params, headers={"accept-encoding": "gzip"})
@@ -103,7 +104,7 @@ async def test_graphql_get_answers_in_every_coding_have_one_etag(synthetic_db, s
 
 
 async def test_answers_without_the_cache_are_compressed_per_response(synthetic_db, settings):
-    async with serve(settings, cache="off", compress_min_bytes=64) as client:
+    async with app_client(settings, cache="off", compress_min_bytes=64) as (_, client):
         plain = await client.post("/graphql", json=PAGE, headers={"accept-encoding": "identity"})
         br = await client.post("/graphql", json=PAGE, headers={"accept-encoding": "br"})
     assert (br.headers["content-encoding"], br.content) == ("br", plain.content)
@@ -122,11 +123,11 @@ async def test_answers_shared_through_redis_are_compressed_once_each(synthetic_d
     """Redis holds the body; each process makes its own compressed copies, once."""
     body = {**PAGE, "query": f"# {uuid.uuid4()}\n{MODEL_PAGE}"}
     identity = {"accept-encoding": "identity"}
-    async with serve(settings, cache="redis", compress_min_bytes=64) as first:
+    async with app_client(settings, cache="redis", compress_min_bytes=64) as (_, first):
         plain = await first.post("/graphql", json=body, headers=identity)
-    async with serve(settings, cache="redis", compress_min_bytes=64) as second:
+    async with app_client(settings, cache="redis", compress_min_bytes=64) as (app, second):
         shared = await second.post("/graphql", json=body, headers={"accept-encoding": "br"})
-        [kept] = second.app.state.graphql.cache.local._entries.values()  # type: ignore[attr-defined]
+        [kept] = app.state.graphql.cache.local._entries.values()
     assert (plain.headers["x-cache"], shared.headers["x-cache"]) == ("MISS", "HIT")
     assert (shared.headers["content-encoding"], shared.content) == ("br", plain.content)
     assert brotli.decompress(kept.brotli) == plain.content

@@ -6,10 +6,8 @@ Expected values are the seed and the snapshot files, read here with `json`.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,9 +16,8 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from graph.server.app import create_app
 from graph.settings import Settings
-from tests.conftest import EARLIER, LLM_ROW_KEYS, SEED, SNAPSHOT, ingest_dir
+from tests.conftest import EARLIER, LLM_ROW_KEYS, SEED, SNAPSHOT, app_client, ingest_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -90,15 +87,6 @@ async def assert_revalidates(client: httpx.AsyncClient, path: str) -> None:
     assert changed.json() == first.json()
 
 
-@contextlib.asynccontextmanager
-async def serve(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
-
-
 # --- The v1 index ------------------------------------------------------------------------------
 
 
@@ -116,7 +104,7 @@ async def test_v1_index_links_follow_the_public_base_url(
     configured = settings.model_copy(
         update={"public_base_url": "https://api.example.org", "http_max_age": 7}
     )
-    async with serve(configured) as client:
+    async with app_client(configured) as (_, client):
         response = await client.get("/api/v1/index.json")
     assert response.status_code == 200
     assert response.headers["cache-control"] == "public, max-age=7"
@@ -144,7 +132,7 @@ async def test_v1_model_document_links_agree_with_the_index(
 ) -> None:
     await ingest_dir(engine, SNAPSHOT, SEED)
     configured = settings.model_copy(update={"public_base_url": "https://api.example.org"})
-    async with serve(configured) as client:
+    async with app_client(configured) as (_, client):
         index = (await client.get("/api/v1/index.json")).json()
         entry = index["models"][0]
         document = (await client.get(urlsplit(entry["url"]).path)).json()

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from graph.server.edge import Cors, RequestIds
-from tests.test_cache import QUERY, serve
+from tests.conftest import app_client
+from tests.test_cache import QUERY
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +31,7 @@ def cors(response: Any) -> dict[str, str]:
 
 async def test_any_origin_by_default(synthetic_db, settings) -> None:
     """A page on any origin reads every route, and the headers it needs, without a setting."""
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         graphql = await client.post("/graphql", json={"query": QUERY}, headers=ORIGIN)
         get = await client.get("/graphql", params={"query": QUERY}, headers=ORIGIN)
         documents = [await client.get(path, headers=ORIGIN) for path in PATHS[1:]]
@@ -44,7 +45,7 @@ async def test_any_origin_by_default(synthetic_db, settings) -> None:
 
 @pytest.mark.parametrize("path", PATHS)
 async def test_preflights_are_answered_and_kept_a_day(synthetic_db, settings, path) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.options(path, headers=PREFLIGHT)
     assert (response.status_code, response.content) == (204, b"")
     assert cors(response) == {
@@ -59,7 +60,7 @@ async def test_preflights_are_answered_and_kept_a_day(synthetic_db, settings, pa
 async def test_an_allow_list_echoes_its_origins_only(synthetic_db, settings) -> None:
     listed = {"cors_origins": ["https://app.example/", "https://other.example"]}
     evil = {"origin": "https://evil.example"}
-    async with serve(settings, **listed) as client:
+    async with app_client(settings, **listed) as (_, client):
         allowed = await client.post("/graphql", json={"query": QUERY}, headers=ORIGIN)
         refused = await client.post("/graphql", json={"query": QUERY}, headers=evil)
         document = await client.get(PATHS[1], headers=ORIGIN)
@@ -78,7 +79,7 @@ async def test_an_allow_list_echoes_its_origins_only(synthetic_db, settings) -> 
 
 
 async def test_an_empty_list_turns_cors_off(synthetic_db, settings) -> None:
-    async with serve(settings, cors_origins=[]) as client:
+    async with app_client(settings, cors_origins=[]) as (_, client):
         response = await client.post("/graphql", json={"query": QUERY}, headers=ORIGIN)
         preflight = await client.options("/graphql", headers=PREFLIGHT)
     assert (cors(response), cors(preflight)) == ({}, {})
@@ -108,7 +109,7 @@ def test_request_ids_keep_a_sane_one_and_make_the_others() -> None:
 
 
 async def test_every_response_carries_its_request_id(synthetic_db, settings) -> None:
-    async with serve(settings, compress_min_bytes=0) as client:
+    async with app_client(settings, compress_min_bytes=0) as (_, client):
         responses = {
             "answer": await client.post("/graphql", json={"query": QUERY}),
             "refusal": await client.post("/graphql", content=b"{", headers=_json()),
@@ -148,7 +149,7 @@ async def test_a_bug_answers_the_request_id_of_its_log(synthetic_db, settings, c
     async def broken(*_args: Any) -> Any:
         raise RuntimeError("a bug")
 
-    async with serve(settings, broken) as client:
+    async with app_client(settings, execute=broken) as (_, client):
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
             response = await client.post(
                 "/graphql", json={"query": QUERY}, headers={"x-request-id": "bug-1"}
@@ -169,7 +170,7 @@ async def test_only_the_time_limit_is_answered_504(synthetic_db, settings) -> No
         started.set()
         await asyncio.Event().wait()
 
-    async with serve(settings, never) as client:
+    async with app_client(settings, execute=never) as (_, client):
         request = asyncio.ensure_future(client.post("/graphql", json={"query": QUERY}))
         await started.wait()
         request.cancel()

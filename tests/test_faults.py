@@ -26,10 +26,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from db.database import create_engine, create_tables
-from graph.server.app import create_app
 from graph.settings import Settings
 from tests import synthetic
-from tests.conftest import BACKENDS, _in_thread, ingest_dir
+from tests.conftest import BACKENDS, _in_thread, app_client, ingest_dir
 from tests.live import answering, free_port, stop
 
 pytestmark = pytest.mark.anyio
@@ -140,15 +139,6 @@ def fault_settings(url: str, **more: Any) -> Settings:
     return Settings(database_url=url, manifest=None, **{**limits, **more})
 
 
-@contextlib.asynccontextmanager
-async def serving(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
-
-
 N = iter(range(10**9))
 
 
@@ -205,7 +195,7 @@ async def test_health_while_the_database_is_away(proxied) -> None:
     """/healthz is the process's liveness: 200 while the database is away (an outage must not
     get every replica restarted), promptly; /readyz says 503; both 200 again once it is back."""
     proxy, url = proxied
-    async with serving(fault_settings(url)) as client:
+    async with app_client(fault_settings(url)) as (_, client):
         assert (await client.get("/healthz")).status_code == 200
         await proxy.cut()
         for _ in range(2):
@@ -225,7 +215,7 @@ async def test_graphql_while_the_database_is_away(proxied) -> None:
     (no connection broken by the fault is handed out again)."""
     proxy, url = proxied
     settings = fault_settings(url)
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         assert "errors" not in (await client.post("/graphql", json={"query": fresh_query()})).json()
         await proxy.cut()
         await after_the_poll(settings)
@@ -250,7 +240,7 @@ async def test_graphql_says_503_database_unavailable(proxied) -> None:
     media type."""
     proxy, url = proxied
     settings = fault_settings(url)
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         await proxy.cut()
         await after_the_poll(settings)
         for accept in ("application/json", "application/graphql-response+json"):
@@ -273,7 +263,7 @@ async def test_a_cached_answer_is_still_served(proxied) -> None:
     proxy, url = proxied
     query = {"query": "{ gpus { name } }"}
     settings = fault_settings(url)
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         first = await client.post("/graphql", json=query)
         await proxy.cut()
         again, _seconds = await timed(client.post("/graphql", json=query))
@@ -288,7 +278,7 @@ async def test_readyz(proxied) -> None:
     """/readyz: 200 when the database answers and holds a release, 503 while it is away, 200
     again by itself once it is back."""
     proxy, url = proxied
-    async with serving(fault_settings(url)) as client:
+    async with app_client(fault_settings(url)) as (_, client):
         assert (await client.get("/readyz")).status_code == 200
         await proxy.cut()
         response, _seconds = await timed(client.get("/readyz"))
@@ -311,7 +301,7 @@ async def test_a_database_that_does_not_answer(proxied) -> None:
     proxy, url = proxied
     settings = fault_settings(url)
     cached = {"query": "{ gpus { name } }"}
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         assert (await client.post("/graphql", json={"query": fresh_query()})).status_code == 200
         assert (await client.post("/graphql", json=cached)).status_code == 200
         await proxy.blackhole()
@@ -404,7 +394,7 @@ async def test_an_ingest_while_clients_read(
             await other.dispose()
 
     settings = Settings(database_url=database_url, manifest=None, **variant)
-    async with serving(settings) as client:
+    async with app_client(settings) as (_, client):
         before = await read(client)
         assert before["source"]["release"] == {"number": 1, "lastUpdated": "2030-01-02"}
         answers: list[dict[str, Any]] = []

@@ -33,7 +33,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,6 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from graph.schema import cursor
-from graph.server.app import create_app
 from graph.settings import Settings
 from tests.conftest import SCHEMA as schema
 
@@ -682,17 +681,6 @@ def known_bug(request: Request) -> str | None:
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def fuzz_client(synthetic_db, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """HTTP through the ASGI app on the synthetic data; an exception escaping the app (a 500
-    from a real server) is raised here, with its traceback."""
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
-
-
 async def send(client: httpx.AsyncClient, request: Request) -> httpx.Response:
     headers = {"accept": request.accept} if request.accept else {}
     if request.get:
@@ -738,20 +726,20 @@ async def holds(
 
 
 @pytest.mark.slow
-async def test_configuration_connections(fuzz_client, settings) -> None:
+async def test_configuration_connections(synthetic_db, client, settings) -> None:
     """configurations / diffusionConfigurations: filter, orderBy, first, after (cursors issued,
     forged, tampered, random), release."""
-    await holds(fuzz_client, settings, requests(["configurations", "diffusionConfigurations"]))
+    await holds(client, settings, requests(["configurations", "diffusionConfigurations"]))
 
 
 @pytest.mark.slow
-async def test_model_lookups(fuzz_client, settings) -> None:
+async def test_model_lookups(synthetic_db, client, settings) -> None:
     """model(slug | modelId, release) with any text, unicode and NUL included; models."""
-    await holds(fuzz_client, settings, requests(["model", "models"], depth=3))
+    await holds(client, settings, requests(["model", "models"], depth=3))
 
 
 @pytest.mark.slow
-async def test_rankings(fuzz_client, settings) -> None:
+async def test_rankings(synthetic_db, client, settings) -> None:
     """leaderboard and friends: constraints, gpus, models, tasks, percentiles, scopes."""
     roots = [
         "leaderboard",
@@ -761,11 +749,11 @@ async def test_rankings(fuzz_client, settings) -> None:
         "compareModels",
         "compareGpus",
     ]
-    await holds(fuzz_client, settings, requests(roots))
+    await holds(client, settings, requests(roots))
 
 
 @pytest.mark.slow
-async def test_statistics(fuzz_client, settings) -> None:
+async def test_statistics(synthetic_db, client, settings) -> None:
     """fittedCurves (estimates at any batch size), energyPerResponse ids, facets, aggregates."""
     roots = [
         "fittedCurves",
@@ -774,20 +762,20 @@ async def test_statistics(fuzz_client, settings) -> None:
         "configurationAggregate",
         "diffusionConfigurationAggregate",
     ]
-    await holds(fuzz_client, settings, requests(roots))
+    await holds(client, settings, requests(roots))
 
 
 @pytest.mark.slow
-async def test_releases_and_provenance(fuzz_client, settings) -> None:
+async def test_releases_and_provenance(synthetic_db, client, settings) -> None:
     """changes(from, to) and release ids of any size on every root field that takes one."""
     roots = ["changes", "source", "index", "releases", "tasks", "gpus"]
-    await holds(fuzz_client, settings, requests(roots, max_roots=3))
+    await holds(client, settings, requests(roots, max_roots=3))
 
 
 @pytest.mark.slow
-async def test_any_root_fields(fuzz_client, settings) -> None:
+async def test_any_root_fields(synthetic_db, client, settings) -> None:
     """Several root fields of any kind in one document, aliased."""
-    await holds(fuzz_client, settings, requests(sorted(QUERY.fields), depth=1, max_roots=4))
+    await holds(client, settings, requests(sorted(QUERY.fields), depth=1, max_roots=4))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -796,11 +784,11 @@ async def test_any_root_fields(fuzz_client, settings) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-async def test_a_cursor_holding_a_huge_integer(fuzz_client) -> None:
+async def test_a_cursor_holding_a_huge_integer(synthetic_db, client) -> None:
     """Found: a forged cursor with a row id past 64 bits reached SQL (SQLite OverflowError,
     asyncpg DataError): INTERNAL. Now answered: the keyset compares in memory, so the page
     holds the rows whose (id, row id) come after the cursor's, as for any cursor."""
-    issued = await fuzz_client.post(
+    issued = await client.post(
         "/graphql", json={"query": "{ configurations { edges { cursor node { id } } } }"}
     )
     rows = [
@@ -808,7 +796,7 @@ async def test_a_cursor_holding_a_huge_integer(fuzz_client) -> None:
         for edge in issued.json()["data"]["configurations"]["edges"]
     ]
     for forged in (["id", 1, 10**30], ["id", 10**30, 1], ["id", 1, -(10**30)]):
-        response = await fuzz_client.post(
+        response = await client.post(
             "/graphql",
             json={
                 "query": "query($a: String) { configurations(after: $a) { nodes { id } } }",
@@ -823,17 +811,17 @@ async def test_a_cursor_holding_a_huge_integer(fuzz_client) -> None:
         assert "errors" not in response.json()
 
 
-async def test_nul_in_a_string_argument(fuzz_client) -> None:
+async def test_nul_in_a_string_argument(synthetic_db, client) -> None:
     """Found: a NUL in a slug, model id or GPU reached SQL, which PostgreSQL refuses (text holds
     no NUL): INTERNAL. Now an unknown name like any other."""
     for query in (
         '{ model(slug: "a\\u0000b") { slug } }',
         '{ model(modelId: "acme/\\u0000") { slug } }',
     ):
-        response = await fuzz_client.post("/graphql", json={"query": query})
+        response = await client.post("/graphql", json={"query": query})
         assert (response.status_code, response.json()["data"]) == (200, {"model": None})
         assert "errors" not in response.json()
-    response = await fuzz_client.post(
+    response = await client.post(
         "/graphql",
         json={"query": '{ configurations(filter: { gpu: "H\\u0000" }) { totalCount } }'},
     )
@@ -853,11 +841,11 @@ async def test_nul_in_a_string_argument(fuzz_client) -> None:
     )
 
 
-async def test_an_error_beside_a_field_still_reading(fuzz_client) -> None:
+async def test_an_error_beside_a_field_still_reading(synthetic_db, client) -> None:
     """Found: when an error nulled `data`, graphql-core cancelled the sibling field in the
     middle of its SQL, the request's session failed to close and the exception escaped the
     handler: HTTP 500 with an empty body (both backends). Now a plain field error."""
-    response = await fuzz_client.post(
+    response = await client.post(
         "/graphql", json={"query": "{ a: source(release: 5) { cite } b: source { cite } }"}
     )
     assert (response.status_code, response.json()) == (
@@ -876,13 +864,13 @@ async def test_an_error_beside_a_field_still_reading(fuzz_client) -> None:
     )
 
 
-async def test_a_float_literal_too_large_for_a_double(fuzz_client) -> None:
+async def test_a_float_literal_too_large_for_a_double(synthetic_db, client) -> None:
     for query in (
         "{ leaderboard(constraints: { maxItlMs: 1e400 }) { maxItlMs } }",
         "{ configurations(first: 1) { nodes { energy(gridCarbonIntensity: 1e400) "
         "{ perResponse { estimatedCarbonGrams } } } } }",
     ):
-        response = await fuzz_client.post("/graphql", json={"query": query})
+        response = await client.post("/graphql", json={"query": query})
         body = response.json()
         assert {e["extensions"]["code"] for e in body["errors"]} <= {
             "BAD_USER_INPUT",

@@ -14,7 +14,6 @@ import httpx
 import pytest
 from graphql import GraphQLSchema, OperationDefinitionNode, build_schema, parse, validate
 
-from graph.server.app import create_app
 from graph.server.documents import MODEL_PAGE
 from graph.server.graphiql import CSP, config_json
 from graph.settings import Settings
@@ -32,7 +31,7 @@ CONFIG = re.compile(r'<script type="application/json" id="graphiql-config">(.*?)
 @pytest.fixture
 async def browser(graphiql_assets: Path, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """A client of an app whose GraphiQL is built (the stand-in build)."""
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         yield client
 
 
@@ -44,7 +43,7 @@ async def unbuilt(
     from graph.server import graphiql
 
     monkeypatch.setattr(graphiql, "STATIC", tmp_path / "nothing-here")
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         yield client
 
 
@@ -95,7 +94,7 @@ async def test_the_configuration_cannot_end_its_script_element(
     hostile = "</script><script>alert(1)</script><!-- & -->"
     config = {"endpoint": "/graphql", "tabs": [{"name": "X", "query": hostile, "variables": ""}]}
     graphiql_build.write(graphiql_assets, config)
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         response = await client.get("/graphql", headers=HTML)
     assert response.text.count("</script>") == 2  # the configuration's and the bundle's
     assert "<!--" not in CONFIG.search(response.text).group(1)  # type: ignore[union-attr]
@@ -108,11 +107,8 @@ def test_config_json_escapes() -> None:
 
 
 async def test_the_endpoint_follows_the_root_path(graphiql_assets: Path, settings) -> None:
-    app = create_app(settings)
-    transport = httpx.ASGITransport(app=app, root_path="/api")
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            response = await client.get("/api/graphql", headers=HTML)
+    async with app_client(settings, root_path="/api") as (_, client):
+        response = await client.get("/api/graphql", headers=HTML)
     assert page_config(response.text)["endpoint"] == "/api/graphql"
 
 
@@ -181,14 +177,14 @@ async def test_a_build_missing_an_asset_is_no_build(
     graphiql_assets: Path, settings: Settings
 ) -> None:
     (graphiql_assets / graphiql_build.CSS).unlink()
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         response = await client.get("/graphql", headers=HTML)
     assert response.status_code == 503
 
 
 async def test_graphiql_off(graphiql_assets: Path, settings: Settings) -> None:
     """LEADGREEN_GRAPHIQL=false: a browser's GET without a query is refused like any other."""
-    async for client in app_client(settings.model_copy(update={"graphiql": False})):
+    async with app_client(settings.model_copy(update={"graphiql": False})) as (_, client):
         page = await client.get("/graphql", headers=HTML)
         asset = await client.get(f"/static/graphiql/{graphiql_build.JS}")
     assert page.status_code == 400

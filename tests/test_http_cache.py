@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from graph.server.documents import MODEL_PAGE
-from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen, serve
+from tests.conftest import app_client
+from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +41,7 @@ def get_params(query: str | None, extensions: dict[str, object] | None = None) -
 
 
 async def test_get_is_cacheable_with_an_etag_and_304(synthetic_db, settings) -> None:
-    async with serve(settings, http_max_age=300) as client:
+    async with app_client(settings, http_max_age=300) as (_, client):
         first = await client.get("/graphql", params={"query": QUERY})
         etag = first.headers["etag"]
         revalidated = await client.get(
@@ -61,7 +62,7 @@ async def test_get_is_cacheable_with_an_etag_and_304(synthetic_db, settings) -> 
 
 
 async def test_a_new_release_changes_the_etag(synthetic_db, settings, tmp_path) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings, release_poll_seconds=0) as (_, client):
         before = await client.get("/graphql", params={"query": QUERY})
         await ingest_newer(synthetic_db, tmp_path)
         after = await client.get(
@@ -73,13 +74,13 @@ async def test_a_new_release_changes_the_etag(synthetic_db, settings, tmp_path) 
 
 
 async def test_post_answers_carry_no_http_caching(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.post("/graphql", json={"query": QUERY})
     assert "etag" not in response.headers and "cache-control" not in response.headers
 
 
 async def test_errors_are_not_cacheable(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.get("/graphql", params={"query": "{ model { name } }"})
     assert response.headers["cache-control"] == "no-store"
     assert "etag" not in response.headers
@@ -88,7 +89,7 @@ async def test_errors_are_not_cacheable(synthetic_db, settings) -> None:
 
 async def test_persisted_query_not_found_register_and_hit(synthetic_db, settings) -> None:
     query = f"# {uuid.uuid4()}\n{QUERY}"
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         unknown = await client.get("/graphql", params=get_params(None, persisted(query)))
         registered = await client.post(
             "/graphql", json={"query": query, "extensions": persisted(query)}
@@ -106,10 +107,10 @@ async def test_persisted_query_not_found_register_and_hit(synthetic_db, settings
 async def test_persisted_query_refusals(synthetic_db, settings) -> None:
     wrong = {"persistedQuery": {"version": 1, "sha256Hash": sha("{ gpus { name } }")}}
     version_2 = {"persistedQuery": {"version": 2, "sha256Hash": sha(QUERY)}}
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         mismatch = await client.post("/graphql", json={"query": QUERY, "extensions": wrong})
         version = await client.post("/graphql", json={"query": QUERY, "extensions": version_2})
-    async with serve(settings, persisted_queries=0) as client:
+    async with app_client(settings, persisted_queries=0) as (_, client):
         off = await client.post("/graphql", json={"query": QUERY, "extensions": persisted(QUERY)})
 
     def error(message: str, code: str) -> dict[str, object]:
@@ -132,16 +133,16 @@ async def test_persisted_query_refusals(synthetic_db, settings) -> None:
 @needs_redis
 async def test_persisted_queries_are_shared_through_redis(synthetic_db, settings) -> None:
     query = f"# {uuid.uuid4()}\n{QUERY}"
-    async with serve(settings, cache="redis") as first:
+    async with app_client(settings, cache="redis") as (_, first):
         await first.post("/graphql", json={"query": query, "extensions": persisted(query)})
-    async with serve(settings, cache="redis") as second:
+    async with app_client(settings, cache="redis") as (_, second):
         by_hash = await second.get("/graphql", params=get_params(None, persisted(query)))
     assert seen(by_hash) == (200, "HIT", ANSWER)
 
 
 async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -> None:
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, compress_min_bytes=1024) as client:
+    async with app_client(settings, compress_min_bytes=1024) as (_, client):
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
         for _ in range(2):  # the miss compresses on the fly, the hit sends the stored gzip
             zipped = await client.post("/graphql", json=body, headers={"accept-encoding": "gzip"})
@@ -163,9 +164,9 @@ async def test_large_answers_are_gzipped_when_accepted(synthetic_db, settings) -
 async def test_stored_answers_keep_their_compressed_copies(synthetic_db, settings) -> None:
     """Each coding of a stored answer is made once, by the first client that accepts it."""
     body = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
-    async with serve(settings, compress_min_bytes=1024) as client:
+    async with app_client(settings, compress_min_bytes=1024) as (app, client):
         plain = await client.post("/graphql", json=body, headers={"accept-encoding": "identity"})
-        [stored] = client.app.state.graphql.cache._entries.values()  # type: ignore[attr-defined]
+        [stored] = app.state.graphql.cache._entries.values()
         assert (stored.body, stored.gzipped, stored.brotli) == (plain.content, None, None)
         for coding in ("br", "gzip", "br"):
             sent = await client.post("/graphql", json=body, headers={"accept-encoding": coding})
@@ -219,14 +220,14 @@ async def test_odd_requests_get_json_refusals(
     synthetic_db, settings, content, headers, status, body
 ) -> None:
     """What strawberry's view answered in plain text is refused as JSON, with a code."""
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.post("/graphql", content=content, headers=headers)
     assert (response.status_code, response.json()) == (status, body)
     assert response.headers["content-type"] == "application/json"
 
 
 async def test_a_body_past_the_limit_is_refused(synthetic_db, settings) -> None:
-    async with serve(settings, max_body_bytes=100) as client:
+    async with app_client(settings, max_body_bytes=100) as (_, client):
         response = await client.post("/graphql", json={"query": QUERY + " " * 100})
     assert (response.status_code, response.json()) == (
         413,
@@ -235,7 +236,7 @@ async def test_a_body_past_the_limit_is_refused(synthetic_db, settings) -> None:
 
 
 async def test_get_refuses_mutations(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.get("/graphql", params={"query": "mutation { x }"})
     assert (response.status_code, response.headers["allow"], response.json()) == (
         405,
@@ -249,7 +250,7 @@ async def test_get_refuses_mutations(synthetic_db, settings) -> None:
 
 async def test_cors_covers_graphql_and_the_other_routes(synthetic_db, settings) -> None:
     origin = {"origin": "https://app.example"}
-    async with serve(settings, cors_origins=["https://app.example"]) as client:
+    async with app_client(settings, cors_origins=["https://app.example"]) as (_, client):
         graphql = await client.post("/graphql", json={"query": QUERY}, headers=origin)
         health = await client.get("/healthz", headers=origin)
     assert graphql.headers["access-control-allow-origin"] == "https://app.example"

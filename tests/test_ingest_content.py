@@ -79,21 +79,26 @@ async def test_an_ingest_records_the_digest_and_the_same_data_before(
     ]
 
 
-def child(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str) -> list[Any]:
-    """The child process is `script` (a shell script); the processes started, kept."""
+def child(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, script: str
+) -> tuple[list[Any], asyncio.Event]:
+    """The child process is `script` (a shell script); the processes started, kept, and an
+    event set once one is."""
     program = tmp_path / "child.sh"
     program.write_text(f"#!/bin/sh\n{script}\n")
     program.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(program))
     started: list[Any] = []
+    running = asyncio.Event()
     start = asyncio.create_subprocess_exec
 
     async def starting(*args: Any, **kwargs: Any) -> Any:
         started.append(await start(*args, **kwargs))
+        running.set()
         return started[-1]
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", starting)
-    return started
+    return started, running
 
 
 @pytest.mark.usefixtures("aside")
@@ -126,11 +131,10 @@ async def test_without_a_process_to_start_the_digest_is_made_here(
 async def test_a_cancelled_digest_kills_its_child(
     synthetic_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started = child(monkeypatch, tmp_path, "exec sleep 30")
+    started, running = child(monkeypatch, tmp_path, "exec sleep 30")
     snapshot = await load_snapshot(str(synthetic_dir))
     task = asyncio.create_task(digest_aside(snapshot.files))
-    while not started:
-        await asyncio.sleep(0.01)
+    await running.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -14,6 +14,7 @@ from analysis.leaderboard import (
     best_per_model,
     best_per_model_sorted,
 )
+from tests.conftest import examples
 
 
 def c(
@@ -135,7 +136,7 @@ def test_sorted_once_ranks_as_best_per_model(constraints: Constraints) -> None:
     assert _sorted_best(rows, constraints) == best_per_model(rows, constraints)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(

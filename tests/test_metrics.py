@@ -25,9 +25,8 @@ from graph.server.documents import MODEL_PAGE
 from graph.server.observability import FOLD_SECONDS, MAX_OPERATIONS, Metrics, ingest_metrics
 from graph.server.protocol import first_operation
 from graph.settings import Settings
-from tests.conftest import ROOT
+from tests.conftest import ROOT, app_client
 from tests.live import answering, free_port, wait_until
-from tests.test_cache import serve
 
 pytestmark = pytest.mark.anyio
 
@@ -44,12 +43,12 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 async def test_metrics(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (app, client):
         for _ in range(4):
             await client.post("/graphql", json=PAGE)
         await client.post("/graphql", json={"query": TOO_MANY})
         await client.get("/api/v1/index.json")
-        client.app.state.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
+        app.state.metrics.add("/graphql", "ModelPage", 429, None, 0.001)  # as throttled
         text = (await client.get("/metrics")).text
     found = samples(text)
 
@@ -72,10 +71,10 @@ async def test_metrics(synthetic_db, settings) -> None:
 
 
 async def test_metrics_can_be_off(synthetic_db, settings) -> None:
-    async with serve(settings, metrics=False) as client:
+    async with app_client(settings, metrics=False) as (app, client):
         response = await client.get("/metrics")
     assert response.status_code == 404
-    assert client.app.state.metrics is None
+    assert app.state.metrics is None
 
 
 def test_operation_names_are_bounded() -> None:
@@ -112,7 +111,7 @@ def test_the_operation_is_named_by_the_document(document: str, operation: str | 
 
 
 async def test_a_comment_does_not_name_the_operation(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         await client.post("/graphql", json={"query": "# query Secret\n{ gpus { name } }"})
         await client.post("/graphql", json={"query": "query Gpus { gpus { name } }"})
         await client.post("/graphql", json={"query": "{ gpus { name } }", "operationName": None})
@@ -250,7 +249,7 @@ def _ingests(counter: Any) -> dict[str, float]:
 async def test_the_readme_and_operations_page_list_every_metric(synthetic_db, settings) -> None:
     """Every LeadGreen metric /metrics serves is named in the README and in docs/operations.md,
     with its labels where it has samples; and nothing is named there that it does not serve."""
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         await client.post("/graphql", json=PAGE)
         text = (await client.get("/metrics")).text
     served = {

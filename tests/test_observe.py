@@ -13,8 +13,8 @@ import pytest
 
 from graph.server.documents import MODEL_PAGE
 from graph.server.observability import NOTE, Note, RequestLog, formatter
-from tests.conftest import ROOT
-from tests.test_cache import QUERY, serve
+from tests.conftest import ROOT, app_client
+from tests.test_cache import QUERY
 
 pytestmark = pytest.mark.anyio
 
@@ -22,25 +22,24 @@ PAGE = {"query": MODEL_PAGE, "variables": {"slug": "tiny-1b"}}
 TOO_MANY = "{ configurations(first: 100000) { totalCount } }"
 
 
-def lines(client: Any) -> list[dict[str, Any]]:
-    log = client.app.state.request_log
+def lines(app: Any) -> list[dict[str, Any]]:
+    log = app.state.request_log
     log.flush()
     return [json.loads(line) for line in log.stream.getvalue().splitlines()]
 
 
-def logged(client: Any) -> Any:
-    client.app.state.request_log.stream = io.StringIO()
-    return client
+def logged(app: Any) -> None:
+    app.state.request_log.stream = io.StringIO()
 
 
 async def test_one_line_per_request(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
-        logged(client)
+    async with app_client(settings) as (app, client):
+        logged(app)
         miss = await client.post("/graphql", json=PAGE, headers={"x-request-id": "page-1"})
         hit = await client.post("/graphql", json=PAGE)
         named = await client.post("/graphql", json={"query": "query Gpus { gpus { name } }"})
         document = await client.get("/api/v1/index.json")
-        [*requests] = lines(client)
+        [*requests] = lines(app)
     assert [r.status_code for r in (miss, hit, named, document)] == [200] * 4
     durations = [line.pop("duration_ms") for line in requests]
     stamps = [line.pop("timestamp") for line in requests]
@@ -87,13 +86,13 @@ async def test_one_line_per_request(synthetic_db, settings) -> None:
 
 
 async def test_user_errors_are_one_line_without_a_traceback(synthetic_db, settings, caplog):
-    async with serve(settings) as client:
-        logged(client)
+    async with app_client(settings) as (app, client):
+        logged(app)
         with caplog.at_level(logging.INFO):
             out_of_range = await client.post("/graphql", json={"query": TOO_MANY})
             refused = await client.post("/graphql", content=b"{", headers=JSON)
             missing = await client.get("/data/nowhere.json")
-        requests = lines(client)
+        requests = lines(app)
     assert [r.status_code for r in (out_of_range, refused, missing)] == [200, 400, 404]
     assert [(r["level"], r["status"], r["code"]) for r in requests] == [
         ("info", 200, "BAD_USER_INPUT"),
@@ -108,18 +107,18 @@ async def test_a_fault_is_logged_at_error(synthetic_db, settings) -> None:
     async def broken(*_args: Any) -> Any:
         raise RuntimeError("a bug")
 
-    async with serve(settings, broken) as client:
-        logged(client)
+    async with app_client(settings, execute=broken) as (app, client):
+        logged(app)
         await client.post("/graphql", json={"query": QUERY})
-        [line] = lines(client)
+        [line] = lines(app)
     assert (line["level"], line["status"], line["code"]) == ("error", 500, "INTERNAL")
 
 
 async def test_the_log_level_leaves_out_the_request_lines(synthetic_db, settings) -> None:
-    async with serve(settings, log_level="warning") as client:
-        logged(client)
+    async with app_client(settings, log_level="warning") as (app, client):
+        logged(app)
         await client.post("/graphql", json={"query": QUERY})
-        assert lines(client) == []
+        assert lines(app) == []
 
 
 def test_other_records_are_json_with_their_request_id() -> None:

@@ -22,6 +22,7 @@ from analysis.plan import (
     plan,
     size,
 )
+from tests.conftest import examples
 
 
 def candidate(
@@ -462,7 +463,7 @@ site_st = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     candidates=candidates_st,
     demand=demand_st,

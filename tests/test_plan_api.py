@@ -580,7 +580,7 @@ async def test_the_same_answer_over_http(execute: Execute, ranking_url: str) -> 
     """Through the app (its execution path) as through the schema."""
     query = f"""query Plan {{ deploymentPlan(demand: {{requestsPerSecond: 25}},
         {PRICED_SITE}, baseline: "{lid(5)}", first: 3) {{ {ANSWER} }} }}"""
-    async for client in app_client(Settings(database_url=ranking_url, manifest=None)):
+    async with app_client(Settings(database_url=ranking_url, manifest=None)) as (_, client):
         response = await client.post("/graphql", json={"query": query})
     # The estimate: 245 = 1 (the field) + 22 (the answer's other fields) + 2 (`plans` and
     # `baseline`) + 4 x 55 (the 3 plans asked for and the baseline, each's `unavailable` at its

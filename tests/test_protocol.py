@@ -18,9 +18,7 @@ from sqlalchemy.engine import make_url
 
 from db.database import create_engine
 from graph.errors import Code, database_fault
-from graph.server.app import create_app
-from tests.conftest import ROOT
-from tests.test_cache import serve
+from tests.conftest import ROOT, app_client
 
 pytestmark = pytest.mark.anyio
 
@@ -70,7 +68,7 @@ def seen(response: httpx.Response) -> tuple[int, str, Any]:
 )
 async def test_the_media_type_follows_accept(synthetic_db, settings, accept, media) -> None:
     headers = {"accept": accept} if accept else {}
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         posted = await client.post("/graphql", json={"query": GPUS}, headers=headers)
         got = await client.get("/graphql", params={"query": GPUS}, headers=headers)
     assert seen(posted) == (200, media, GPUS_ANSWER)
@@ -106,7 +104,7 @@ async def test_request_errors_by_media_type(
 ) -> None:
     """application/json: 200 with `data: null`; graphql-response+json: 400 and no `data`."""
     body = {"query": query, "variables": variables}
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         legacy = await client.post("/graphql", json=body, headers={"accept": JSON})
         new = await client.post("/graphql", json=body, headers={"accept": GQL})
     assert seen(legacy) == (200, JSON, {"data": None, "errors": errors})
@@ -126,7 +124,7 @@ async def test_a_field_error_is_200_for_either_media_type(synthetic_db, settings
             }
         ],
     }
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         for accept in (JSON, GQL):
             response = await client.post(
                 "/graphql", json={"query": query}, headers={"accept": accept}
@@ -212,7 +210,7 @@ async def test_malformed_posts_are_refused_as_json(
     synthetic_db, settings, body, content_type, status, expected
 ) -> None:
     headers = {"content-type": content_type} if content_type else {}
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         for accept, media in ((JSON, JSON), (GQL, GQL)):
             response = await client.post(
                 "/graphql", content=body, headers={**headers, "accept": accept}
@@ -222,7 +220,7 @@ async def test_malformed_posts_are_refused_as_json(
 
 
 async def test_malformed_gets_are_refused_as_json(graphiql_assets, synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         no_query = await client.get("/graphql", headers={"accept": JSON})
         bad_utf8 = await client.get("/graphql?query=%FF")
         bad_variables = await client.get("/graphql", params={"query": GPUS, "variables": "{"})
@@ -247,14 +245,14 @@ async def test_malformed_gets_are_refused_as_json(graphiql_assets, synthetic_db,
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
 async def test_other_methods_are_405_with_allow(synthetic_db, settings, method) -> None:
     """(HEAD is answered as GET is, without the body: tests/test_adversarial_http.py.)"""
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.request(method, "/graphql")
     assert (response.status_code, response.headers["allow"]) == (405, "GET, HEAD, POST")
     assert response.json() == refusal("GraphQL is served over GET and POST.", "METHOD_NOT_ALLOWED")
 
 
 async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         for accept in (JSON, GQL):
             response = await client.get(
                 "/graphql", params={"query": "mutation { __typename }"}, headers={"accept": accept}
@@ -287,7 +285,7 @@ async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, se
 async def test_an_operation_that_cannot_be_chosen(synthetic_db, settings, body, message) -> None:
     """A request error, answered as one that fails validation is: 200 with `data: null` in
     application/json, 400 without `data` in application/graphql-response+json."""
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         legacy = await client.post("/graphql", json=body)
         new = await client.post("/graphql", json=body, headers={"accept": GQL})
     assert seen(legacy) == (200, JSON, {"data": None, **refusal(message, "BAD_REQUEST")})
@@ -303,7 +301,7 @@ async def test_the_body_cap_is_checked_before_reading(synthetic_db, settings) ->
         yield b" " * 60 + b'{ gpus { name } }"}'
 
     expected = refusal("The request body is larger than the limit of 100 bytes.", "BODY_TOO_LARGE")
-    async with serve(settings, max_body_bytes=100) as client:
+    async with app_client(settings, max_body_bytes=100) as (_, client):
         declared = await client.post(
             "/graphql",
             content=b"{}",
@@ -315,7 +313,7 @@ async def test_the_body_cap_is_checked_before_reading(synthetic_db, settings) ->
 
 
 async def test_a_url_past_the_cap_is_414(synthetic_db, settings) -> None:
-    async with serve(settings, max_url_bytes=100) as client:
+    async with app_client(settings, max_url_bytes=100) as (_, client):
         short = await client.get("/graphql", params={"query": GPUS})
         long = await client.get("/graphql", params={"query": GPUS + " " * 100})
     assert short.status_code == 200
@@ -332,7 +330,7 @@ async def test_a_url_past_the_cap_is_414(synthetic_db, settings) -> None:
 
 async def test_batches_when_enabled(synthetic_db, settings) -> None:
     batch = [{"query": GPUS}, {"query": "{ qqq }"}]
-    async with serve(settings, batch_max=2) as client:
+    async with app_client(settings, batch_max=2) as (_, client):
         answered = await client.post("/graphql", json=batch)
         too_many = await client.post("/graphql", json=[*batch, {"query": GPUS}])
         empty = await client.post("/graphql", json=[])
@@ -356,7 +354,7 @@ async def test_batches_when_enabled(synthetic_db, settings) -> None:
 
 
 async def test_batches_are_off_by_default(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.post("/graphql", json=[{"query": GPUS}])
     assert seen(response) == (
         400,
@@ -374,7 +372,7 @@ async def test_a_request_past_the_deadline_is_504(synthetic_db, settings) -> Non
     async def never(*_args: Any) -> Any:
         await asyncio.Event().wait()
 
-    async with serve(settings, never, request_timeout_seconds=0.05) as client:
+    async with app_client(settings, execute=never, request_timeout_seconds=0.05) as (_, client):
         response = await client.post("/graphql", json={"query": GPUS})
     assert seen(response) == (
         504,
@@ -388,7 +386,7 @@ async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, 
     async def broken(*_args: Any) -> Any:
         raise RuntimeError("SELECT secret FROM /srv/app/db.py")
 
-    async with serve(settings, broken) as client:
+    async with app_client(settings, execute=broken) as (_, client):
         with caplog.at_level(logging.ERROR, logger="leadgreen"):
             response = await client.post("/graphql", json={"query": GPUS})
     body = response.json()
@@ -410,7 +408,7 @@ async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, 
 
 
 async def test_other_routes_answer_json(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         missing = await client.get("/nowhere")
         wrong_method = await client.post("/healthz")
     assert seen(missing) == (404, JSON, {"error": {"code": "NOT_FOUND", "message": "Not Found"}})
@@ -422,7 +420,7 @@ async def test_other_routes_answer_json(synthetic_db, settings) -> None:
 
 
 async def test_readyz(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.get("/readyz")
     assert seen(response) == (
         200,
@@ -432,7 +430,7 @@ async def test_readyz(synthetic_db, settings) -> None:
 
 
 async def test_readyz_without_a_release(settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.get("/readyz")
     assert seen(response) == (
         503,
@@ -502,7 +500,7 @@ async def proxied_settings(synthetic_db, settings) -> AsyncIterator[tuple[Proxy,
 async def test_the_database_away_is_503_and_service_resumes(proxied_settings) -> None:
     proxy, settings = proxied_settings
     unavailable = refusal("The database is unavailable; try again shortly.", "DATABASE_UNAVAILABLE")
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         before = await client.post("/graphql", json={"query": GPUS})
         await proxy.cut()
         # What the release in memory answers is still answered; what reads the database is not.
@@ -702,22 +700,11 @@ async def test_the_readme_table_row_by_row(
     empty = {"database_url": f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"} if case.empty else {}
     update = {"release_poll_seconds": 0, **empty, **case.settings}
     updated = settings.model_copy(update=update)
-    app = create_app(updated, execute=case.execute)
-    transport = httpx.ASGITransport(app=app)
     answers = []
-    async with contextlib.AsyncExitStack() as stack:
-        if case.started:
-            await stack.enter_async_context(app.router.lifespan_context(app))
-        client = await stack.enter_async_context(
-            httpx.AsyncClient(transport=transport, base_url="http://test")
-        )
+    async with app_client(updated, execute=case.execute, started=case.started) as (_, client):
         for accept in (JSON, GQL):
             response = await case.send(client, accept)
             answers.append((response.status_code, _code(response.json()), response.json()))
-    if not case.started:  # started and stopped now, what the requests opened is closed
-        with contextlib.suppress(OSError):  # (the database out of reach: nothing was opened)
-            async with app.router.lifespan_context(app):
-                pass
     assert [(found, found_code) for found, found_code, _ in answers] == [
         (expected, code) for expected in _expected(status, place)
     ]

@@ -11,7 +11,8 @@ import pytest
 
 from graph.server.ratelimit import RateLimiter, stamp, stored_cost
 from graph.settings import Settings
-from tests.test_cache import needs_redis, serve
+from tests.conftest import app_client
+from tests.test_cache import needs_redis
 
 pytestmark = pytest.mark.anyio
 
@@ -83,7 +84,7 @@ def test_stamping_a_stored_answer() -> None:
 
 
 async def test_a_miss_pays_its_actual_cost_and_a_hit_pays_it_again(synthetic_db, settings) -> None:
-    async with serve(settings, **limited(100)) as client:
+    async with app_client(settings, **limited(100)) as (_, client):
         miss = await client.post("/graphql", json={"query": GPUS})
         hit = await client.post("/graphql", json={"query": GPUS})
     assert (miss.headers["x-cache"], miss.json()) == ("MISS", answered(97, 100))
@@ -92,7 +93,7 @@ async def test_a_miss_pays_its_actual_cost_and_a_hit_pays_it_again(synthetic_db,
 
 async def test_a_query_the_bucket_cannot_pay_for_is_429(synthetic_db, settings) -> None:
     """Refused before it runs (it needs its requested cost), with Retry-After."""
-    async with serve(settings, **limited(7)) as client:
+    async with app_client(settings, **limited(7)) as (_, client):
         first = await client.post("/graphql", json={"query": GPUS})  # takes 5, gives back 2
         second = await client.post("/graphql", json={"query": "{ tasks { name } }"})  # costs 9
     assert first.json() == answered(4, 7)
@@ -117,7 +118,7 @@ async def test_a_query_the_bucket_cannot_pay_for_is_429(synthetic_db, settings) 
 
 
 async def test_a_hit_the_bucket_cannot_pay_for_is_429(synthetic_db, settings) -> None:
-    async with serve(settings, **limited(5)) as client:
+    async with app_client(settings, **limited(5)) as (_, client):
         miss = await client.post("/graphql", json={"query": GPUS})  # 5 taken, 2 given back
         hit = await client.post("/graphql", json={"query": GPUS})  # 3 of 2 available
         other = await client.post(
@@ -152,7 +153,7 @@ async def test_a_hit_the_bucket_cannot_pay_for_is_429(synthetic_db, settings) ->
 
 
 async def test_each_client_has_its_own_bucket(synthetic_db, settings) -> None:
-    async with serve(settings, **limited(5, api_keys=["k1"])) as client:
+    async with app_client(settings, **limited(5, api_keys=["k1"])) as (_, client):
         by_address = await client.post("/graphql", json={"query": GPUS})
         by_key = await client.post("/graphql", json={"query": GPUS}, headers={"x-api-key": "k1"})
         invented = await client.post("/graphql", json={"query": GPUS}, headers={"x-api-key": "k2"})
@@ -162,7 +163,7 @@ async def test_each_client_has_its_own_bucket(synthetic_db, settings) -> None:
 
 
 async def test_get_answers_are_charged_too(synthetic_db, settings) -> None:
-    async with serve(settings, **limited(100)) as client:
+    async with app_client(settings, **limited(100)) as (_, client):
         miss = await client.get("/graphql", params={"query": GPUS})
         hit = await client.get("/graphql", params={"query": GPUS})
         revalidated = await client.get(
@@ -184,23 +185,23 @@ async def test_buckets_are_shared_through_redis(synthetic_db, settings) -> None:
     key = uuid.uuid4().hex  # a bucket no earlier run can have used
     extra = limited(100, api_keys=[key], cache="redis")
     headers = {"x-api-key": key}
-    async with serve(settings, **extra) as first:
+    async with app_client(settings, **extra) as (_, first):
         one = await first.post("/graphql", json={"query": GPUS}, headers=headers)
-    async with serve(settings, **extra) as second:
+    async with app_client(settings, **extra) as (_, second):
         two = await second.post("/graphql", json={"query": GPUS}, headers=headers)
     assert (one.json(), two.json()) == (answered(97, 100), answered(94, 100))
 
 
 async def test_without_redis_the_buckets_stay_in_the_process(synthetic_db, settings) -> None:
     extra = limited(100, cache="redis", redis_url="redis://127.0.0.1:9/0")
-    async with serve(settings, **extra) as client:
+    async with app_client(settings, **extra) as (_, client):
         one = await client.post("/graphql", json={"query": GPUS})
         two = await client.post("/graphql", json={"query": GPUS})
     assert (one.json(), two.json()) == (answered(97, 100), answered(94, 100))
 
 
 async def test_rate_limiting_is_off_by_default(synthetic_db, settings) -> None:
-    async with serve(settings) as client:
+    async with app_client(settings) as (_, client):
         response = await client.post("/graphql", json={"query": GPUS})
     assert response.json() == {
         "data": DATA,

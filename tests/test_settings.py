@@ -11,8 +11,7 @@ from graphql import get_introspection_query
 
 from graph.server.documents import MODEL_PAGE
 from graph.settings import DEPLOYMENT, PROFILES, RETIRED, RequestLimits, Settings
-from tests.conftest import ROOT
-from tests.test_cache import serve
+from tests.conftest import ROOT, app_client
 
 
 def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,7 +189,7 @@ async def test_every_profile_answers_the_model_page_and_graphiql(synthetic_db, s
     """GraphiQL's introspection query and the model page fit every profile, strict included."""
     introspection = get_introspection_query(descriptions=True, input_value_deprecation=True)
     profiled = Settings(database_url=settings.database_url, limits=limits)
-    async with serve(profiled) as client:
+    async with app_client(profiled) as (_, client):
         page = await client.post("/graphql", json={"query": MODEL_PAGE})
         schema = await client.post("/graphql", json={"query": introspection})
     assert [(r.status_code, "errors" in r.json()) for r in (page, schema)] == [(200, False)] * 2

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.test_cache import TINY_FILE, serve
+from tests.conftest import app_client
+from tests.test_cache import TINY_FILE
 
 pytest.importorskip("opentelemetry.sdk.trace")
 
@@ -42,7 +43,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 async def test_a_span_per_request_and_per_statement(synthetic_db, settings, spans) -> None:
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    async with serve(settings, otel=True, release_poll_seconds=60) as client:
+    async with app_client(settings, otel=True, release_poll_seconds=60) as (_, client):
         spans.clear()  # the startup's statements
         answer = await client.post(
             "/graphql", json={"query": QUERY}, headers={"traceparent": parent}
@@ -78,14 +79,14 @@ async def test_a_span_per_request_and_per_statement(synthetic_db, settings, span
 async def test_off_by_default(synthetic_db, settings, monkeypatch) -> None:
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-    async with serve(settings) as client:
-        assert client.app.state.tracing is None  # type: ignore[attr-defined]
+    async with app_client(settings) as (app, _):
+        assert app.state.tracing is None
 
 
 async def test_an_otlp_endpoint_turns_it_on(synthetic_db, settings, monkeypatch, spans) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    async with serve(settings) as client:
-        assert client.app.state.tracing is not None  # type: ignore[attr-defined]
+    async with app_client(settings) as (app, _):
+        assert app.state.tracing is not None
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    async with serve(settings) as client:
-        assert client.app.state.tracing is None  # type: ignore[attr-defined]
+    async with app_client(settings) as (app, _):
+        assert app.state.tracing is None

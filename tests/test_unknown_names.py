@@ -294,7 +294,7 @@ async def test_the_newcomers_first_queries_over_http(
 ) -> None:
     """The three silent answers of issue 18, through the app (and its fast path)."""
     settings = Settings(database_url=ranking_url, manifest=None)
-    async for client in app_client(settings):
+    async with app_client(settings) as (_, client):
         response = await client.post("/graphql", json={"query": f"query First {{ {query} }}"})
         field = query.split("(")[0]
         path = [field] if data is None else [field, "configurations"]
