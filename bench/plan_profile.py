@@ -7,8 +7,8 @@ network between; optionally a cProfile of the plans.
 
 Each K: the K-times snapshot (bench/scale.py) ingested into SQLite, then the two questions
 asked in turn `--asks` times after one ask of each; the table gives each one's median wall
-time and their ratio. Another checkout's code: `PYTHONPATH=DIR python bench/plan_profile.py`
-from DIR (its graph and db packages, this script and bench/scale.py as they are there).
+time and their ratio. `--code DIR` runs the analysis, db and graph packages of DIR (e.g. an
+export of a commit) instead of this checkout's, for a before and after on the same snapshots.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
 import subprocess
 import sys
@@ -25,14 +26,15 @@ from pathlib import Path
 from statistics import median
 
 from bench.scale import write_scaled
-from bench.scale_run import LEADERBOARD, PLAN
-from bench.servers import BIN, ROOT
+from bench.scale_run import LEADERBOARD, PLAN, Leadgreen
+from bench.servers import ROOT
 
 SNAPSHOT = ROOT.parent / "shared" / "data" / "ml-energy-leaderboard" / "2026-02-16"
 
 
 async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict[str, float]:
-    """The median seconds of each question, `asks` asks each in turn after one of each."""
+    """The median seconds of each question, `asks` asks each in turn after one of each; then
+    `asks` plans under `profile`, when given."""
     from db.database import create_engine, sessionmaker
     from db.reads import latest_release
     from graph.schema import build_schema
@@ -66,11 +68,12 @@ async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict
         await ask(query)
     for _ in range(asks):
         samples["leaderboard"].append(await ask(LEADERBOARD))
-        if profile is not None:
-            profile.enable()
         samples["plan"].append(await ask(PLAN))
-        if profile is not None:
-            profile.disable()
+    if profile is not None:  # apart from the timed asks, which it would slow
+        profile.enable()
+        for _ in range(asks):
+            await ask(PLAN)
+        profile.disable()
     await engine.dispose()
     return {name: median(seconds) for name, seconds in samples.items()}
 
@@ -80,14 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", default="1,50", help="comma-separated K (default 1,50)")
     parser.add_argument("--asks", type=int, default=50, help="asks of each question (median)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the plans")
+    parser.add_argument("--code", type=Path, help="run the packages of this directory")
     args = parser.parse_args(argv)
+    leadgreen = Leadgreen(args.code)
+    if args.code is not None:
+        sys.path.insert(0, str(args.code.resolve()))
     print("| K | leaderboard ms | plan ms | plan ÷ leaderboard |\n|---:|---:|---:|---:|")
     for k in (int(k) for k in args.k.split(",")):
         with tempfile.TemporaryDirectory(prefix="leadgreen-plan-") as tmp:
             snapshot, url = Path(tmp) / "snapshot", f"sqlite+aiosqlite:///{tmp}/leadgreen.db"
             write_scaled(SNAPSHOT, snapshot, k)
-            command = [str(BIN / "leadgreen"), "ingest", str(snapshot), "--database-url", url]
-            subprocess.run(command, check=True, capture_output=True)
+            command = [*leadgreen.command, "ingest", str(snapshot), "--database-url", url]
+            env = {**os.environ, **leadgreen.env}
+            subprocess.run(command, check=True, capture_output=True, env=env, cwd=ROOT)
             profile = cProfile.Profile() if args.profile else None
             p50 = asyncio.run(measure(url, args.asks, profile))
         board, plan = p50["leaderboard"] * 1000, p50["plan"] * 1000
