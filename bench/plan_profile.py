@@ -44,7 +44,11 @@ async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict
 
     engine = create_engine(url)
     make_session = sessionmaker(engine)
-    schema, settings, catalogs = build_schema(), Settings(database_url=url, manifest=None), Catalogs()
+    schema, settings, catalogs = (
+        build_schema(),
+        Settings(database_url=url, manifest=None),
+        Catalogs(),
+    )
     async with make_session() as session:
         release = await latest_release(session)
 
