@@ -82,6 +82,8 @@ class Candidates(Sequence[Candidate[T]]):
         import numpy as np
 
         self._items = list(candidates)
+        # Where each of these is in `_items` (None: each in its place).
+        self._at: Array | None = None
         self.gpus = sorted({c.gpu for c in self._items})
         index = {gpu: i for i, gpu in enumerate(self.gpus)}
 
@@ -104,24 +106,29 @@ class Candidates(Sequence[Candidate[T]]):
         return candidates if isinstance(candidates, Candidates) else cls(candidates)
 
     def take(self, indices: Sequence[int] | Array) -> Candidates[T]:
-        """These candidates at `indices`, in that order."""
+        """These candidates at `indices`, in that order (the candidates themselves are looked
+        up when read)."""
         import numpy as np
 
         at = np.asarray(indices, dtype=np.intp)
         taken: Candidates[T] = Candidates.__new__(Candidates)
-        taken._items = [self._items[i] for i in at.tolist()]
+        taken._items, taken._at = self._items, at if self._at is None else self._at[at]
         taken.gpus, taken.columns = self.gpus, self.columns.take(at)
         return taken
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self.columns.order)
 
     @overload
     def __getitem__(self, i: int) -> Candidate[T]: ...
     @overload
     def __getitem__(self, i: slice) -> list[Candidate[T]]: ...
     def __getitem__(self, i: int | slice) -> Candidate[T] | list[Candidate[T]]:
-        return self._items[i]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self._at is None:
+            return self._items[i]
+        return self._items[int(self._at[i])]
 
 
 @dataclass(frozen=True)
@@ -430,7 +437,8 @@ def plan(
         slow = ~(columns.latency <= max_latency)
     dead = ~(columns.throughput > 0)
     excluded = {Limit.LATENCY: int(slow.sum()), Limit.THROUGHPUT: int(dead.sum())}
-    kept = table.take(np.flatnonzero(~(slow | dead)))
+    within = ~(slow | dead)
+    kept = table if within.all() else table.take(np.flatnonzero(within))
     replicas, energy = _replicas_and_energy(kept.columns, demand, utilization, site)
     gpus = replicas * kept.columns.gpus_per_replica
     missing, lower, upper = _objective(kept, objective, site, replicas, gpus, energy)
