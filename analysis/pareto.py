@@ -6,7 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from itertools import groupby
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Points = npt.NDArray[Any]
 
 
 def pareto_optimal(points: Sequence[tuple[float, float]]) -> list[bool]:
@@ -28,20 +33,27 @@ def pareto_optimal(points: Sequence[tuple[float, float]]) -> list[bool]:
     return keep
 
 
-def undominated(points: Sequence[tuple[float, float]]) -> list[bool]:
-    """For each point, whether no other is at most as high on both axes and lower on one (the
-    usual dominance: a tie on one axis and a loss on the other is beaten; equal points stay)."""
-    keep = [True] * len(points)
-    by_x = sorted(range(len(points)), key=lambda i: points[i][0])
-    lowest = math.inf  # lowest y among points of strictly lower x
-    for _, group in groupby(by_x, key=lambda i: points[i][0]):
-        members = list(group)
-        least = min(points[i][1] for i in members)
-        for i in members:
-            y = points[i][1]
-            keep[i] = not (lowest <= y or least < y)
-        lowest = min(lowest, least)
-    return keep
+def undominated(points: Sequence[tuple[float, float]] | Points) -> list[bool]:
+    """For each point (a pair, or a row of an n x 2 array), whether no other is at most as
+    high on both axes and lower on one (the usual dominance: a tie on one axis and a loss on
+    the other is beaten; equal points stay). One sort and one sweep, in numpy: a whole task's
+    deployment plans are many."""
+    import numpy as np
+
+    xy = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    x, y = xy[:, 0], xy[:, 1]
+    by_x = np.lexsort((y, x))
+    xs, ys = x[by_x], y[by_x]
+    first = np.ones(len(xs), dtype=bool)  # the first (lowest y) point of each x
+    first[1:] = xs[1:] != xs[:-1]
+    group = np.cumsum(first) - 1
+    least = ys[first]
+    # The lowest y among points of strictly lower x.
+    below = np.concatenate(([math.inf], np.minimum.accumulate(least)[:-1]))
+    keep = np.empty(len(xs), dtype=bool)
+    keep[by_x] = ~((below[group] <= ys) | (least[group] < ys))
+    found: list[bool] = keep.tolist()
+    return found
 
 
 def pareto_optimal_within(

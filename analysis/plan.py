@@ -13,15 +13,21 @@ and the site (PUE, carbon intensity, electricity and GPU-hour prices).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from analysis.compare import ratio
 from analysis.pareto import undominated
 from analysis.units import kilowatt_hours, per_count
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Array = npt.NDArray[Any]
+
+# numpy is imported where candidates are ranked, not at import (see analysis.fit).
 T = TypeVar("T")
 SECONDS_PER_DAY = 86_400.0
 HOURS_PER_DAY = 24.0
@@ -49,6 +55,80 @@ class Candidate(Generic[T]):
     latency: float
     # Outputs per request as measured (average output tokens per response; 1 for an image).
     outputs_per_request: float
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """Candidates' figures, one array each, in the candidates' order; `gpu` indexes `gpus`."""
+
+    throughput: Array
+    energy_per_output: Array
+    power: Array
+    latency: Array
+    outputs_per_request: Array
+    gpus_per_replica: Array
+    order: Array
+    gpu: Array
+
+    def take(self, indices: Array) -> _Columns:
+        return _Columns(**{f.name: getattr(self, f.name)[indices] for f in fields(self)})
+
+
+class Candidates(Sequence[Candidate[T]]):
+    """Candidates with their figures as columns, so that a plan ranks them all at once: made
+    once for candidates that many plans read (a task's), narrowed by `take`."""
+
+    def __init__(self, candidates: Iterable[Candidate[T]]) -> None:
+        import numpy as np
+
+        self._items = list(candidates)
+        # Where each of these is in `_items` (None: each in its place).
+        self._at: Array | None = None
+        self.gpus = sorted({c.gpu for c in self._items})
+        index = {gpu: i for i, gpu in enumerate(self.gpus)}
+
+        def column(name: str, dtype: Any = np.float64) -> Array:
+            return np.array([getattr(c, name) for c in self._items], dtype=dtype)
+
+        self.columns = _Columns(
+            throughput=column("throughput"),
+            energy_per_output=column("energy_per_output"),
+            power=column("power"),
+            latency=column("latency"),
+            outputs_per_request=column("outputs_per_request"),
+            gpus_per_replica=column("gpus_per_replica"),
+            order=column("order", np.int64),
+            gpu=np.array([index[c.gpu] for c in self._items], dtype=np.intp),
+        )
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate[T]]) -> Candidates[T]:
+        return candidates if isinstance(candidates, Candidates) else cls(candidates)
+
+    def take(self, indices: Sequence[int] | Array) -> Candidates[T]:
+        """These candidates at `indices`, in that order (the candidates themselves are looked
+        up when read)."""
+        import numpy as np
+
+        at = np.asarray(indices, dtype=np.intp)
+        taken: Candidates[T] = Candidates.__new__(Candidates)
+        taken._items, taken._at = self._items, at if self._at is None else self._at[at]
+        taken.gpus, taken.columns = self.gpus, self.columns.take(at)
+        return taken
+
+    def __len__(self) -> int:
+        return len(self.columns.order)
+
+    @overload
+    def __getitem__(self, i: int) -> Candidate[T]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Candidate[T]]: ...
+    def __getitem__(self, i: int | slice) -> Candidate[T] | list[Candidate[T]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self._at is None:
+            return self._items[i]
+        return self._items[int(self._at[i])]
 
 
 @dataclass(frozen=True)
@@ -167,15 +247,56 @@ class Plan(Generic[T]):
     savings: Savings | None = None
 
 
+class Ranked(Sequence[Plan[T]]):
+    """Plans in rank order, each sized when it is first read: a whole task's plans are many,
+    and an answer reads a page of them."""
+
+    def __init__(
+        self,
+        kept: Candidates[T],
+        ranked: Array,
+        front: Sequence[bool],
+        sizing: tuple[Demand, float, Site],
+        baseline: Plan[T] | None,
+    ) -> None:
+        # kept[ranked[i]] is of rank i + 1; front[j] whether kept[j] is Pareto-optimal.
+        self._kept, self._ranked, self._front = kept, ranked, front
+        self._sizing, self._baseline = sizing, baseline
+        self._made: dict[int, Plan[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._ranked)
+
+    @overload
+    def __getitem__(self, i: int) -> Plan[T]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Plan[T]]: ...
+    def __getitem__(self, i: int | slice) -> Plan[T] | list[Plan[T]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        made = self._made.get(i)
+        if made is None:
+            j = int(self._ranked[i])
+            made = self._made[i] = size(self._kept[j], *self._sizing)
+            made.rank, made.pareto_optimal = i + 1, bool(self._front[j])
+            made.savings = None if self._baseline is None else savings(made, self._baseline)
+        return made
+
+
 @dataclass(frozen=True)
 class Plans(Generic[T]):
     """Every plan that meets the limits, ranked; how many configurations each limit kept out;
-    and the baseline's plan when one was given."""
+    the baseline's plan when one was given, and its rank when it is among the plans."""
 
-    plans: list[Plan[T]]
+    plans: Sequence[Plan[T]]
     candidates: int
     excluded: Mapping[Limit, int]
     baseline: Plan[T] | None
+    baseline_rank: int | None = None
 
 
 def replicas_for(outputs: float, capacity: float) -> int:
@@ -253,17 +374,6 @@ def _cost(electricity: Bounds | None, gpus: float | None, *, priced_gpus: bool) 
     return electricity if gpus is None else electricity.plus(gpus)
 
 
-def objective_bounds(p: Plan[T], objective: Objective) -> Bounds | None:
-    """The figure `objective` ranks by, as (lower, upper); None when the plan lacks it."""
-    if objective is Objective.GPUS:
-        return Bounds(p.gpus, p.gpus)
-    if objective is Objective.CARBON:
-        return p.carbon_per_day
-    if objective is Objective.COST:
-        return p.cost_per_day
-    return p.energy_per_day
-
-
 def savings(p: Plan[T], baseline: Plan[T]) -> Savings:
     return Savings(
         energy_per_day=baseline.energy_per_day.minus(p.energy_per_day),
@@ -310,30 +420,106 @@ def plan(
     against the baseline's plan when a baseline is given (whatever the limits say of it).
 
     Each limit counts every candidate it keeps out (one kept out by both counts for both).
+    The ranking and the marks read only what they need of each candidate, all at once
+    (`Candidates`: pass one to rank the same candidates often); a plan is sized in whole when
+    it is read.
     """
+    import numpy as np
+
     if not 0 < utilization <= 1:
         raise ValueError(f"utilization must be in (0, 1], got {utilization}")
     if baseline is not None and Limit.THROUGHPUT in excluded_by(baseline, None):
         raise ValueError("the baseline has no measured throughput: no number of it serves")
-    excluded = dict.fromkeys(Limit, 0)
-    sized = []
-    for c in candidates:
-        limits = excluded_by(c, max_latency)
-        for limit in limits:
-            excluded[limit] += 1
-        if not limits:
-            sized.append(size(c, demand, utilization, site))
-    sized.sort(key=lambda p: _rank_key(p, objective))
-    on_front = undominated([(p.gpus, p.energy_per_day.upper) for p in sized])
+    table = Candidates.of(candidates)
+    columns = table.columns
+    slow = np.zeros(len(table), dtype=bool)
+    if max_latency is not None:
+        slow = ~(columns.latency <= max_latency)
+    dead = ~(columns.throughput > 0)
+    excluded = {Limit.LATENCY: int(slow.sum()), Limit.THROUGHPUT: int(dead.sum())}
+    within = ~(slow | dead)
+    kept = table if within.all() else table.take(np.flatnonzero(within))
+    replicas, energy = _replicas_and_energy(kept.columns, demand, utilization, site)
+    gpus = replicas * kept.columns.gpus_per_replica
+    missing, lower, upper = _objective(kept, objective, site, replicas, gpus, energy)
+    # The last key sorts first; the sort is stable, as the plans' (missing, upper, lower, order).
+    ranked = np.lexsort((kept.columns.order, lower, upper, missing))
+    front = undominated(np.column_stack((gpus, energy[1])))
     base = None if baseline is None else size(baseline, demand, utilization, site)
-    for i, (p, front) in enumerate(zip(sized, on_front, strict=True), start=1):
-        p.rank, p.pareto_optimal = i, front
-        p.savings = None if base is None else savings(p, base)
-    return Plans(sized, len(candidates), excluded, base)
+    plans = Ranked(kept, ranked, front, (demand, utilization, site), base)
+    return Plans(plans, len(table), excluded, base, _rank_of(baseline, kept, ranked))
 
 
-def _rank_key(p: Plan[T], objective: Objective) -> tuple[bool, float, float, int]:
-    bounds = objective_bounds(p, objective)
-    if bounds is None:
-        return True, 0.0, 0.0, p.candidate.order
-    return False, bounds.upper, bounds.lower, p.candidate.order
+def _replicas_and_energy(
+    c: _Columns, demand: Demand, utilization: float, site: Site
+) -> tuple[Array, tuple[Array, Array]]:
+    """`size`'s replicas and energy a day (lower, upper) for every candidate of `c`, by the
+    same operations in the same order (so the same numbers, to the last bit)."""
+    import numpy as np
+
+    outputs: Any = demand.outputs_per_second
+    if outputs is None:
+        given, rate = demand.outputs_per_request, demand.requests_per_second
+        assert rate is not None
+        outputs = rate * (c.outputs_per_request if given is None else given)
+    quotient = outputs / (utilization * c.throughput)
+    whole = np.rint(quotient)  # round() to even, as replicas_for
+    gap = np.abs(whole - quotient)  # math.isclose, term by term
+    close = (
+        (quotient == whole)
+        | (gap <= np.abs(WHOLE_WITHIN * whole))
+        | (gap <= np.abs(WHOLE_WITHIN * quotient))
+    )
+    replicas = np.where((whole >= 1) & close, whole, np.ceil(quotient))
+    upper = replicas * c.power
+    at_efficiency = outputs * c.energy_per_output
+    lower = np.where(upper < at_efficiency, upper, at_efficiency)  # min(at_efficiency, upper)
+    day = kilowatt_hours(SECONDS_PER_DAY) * site.pue
+    return replicas, (lower * day, upper * day)
+
+
+def _objective(
+    kept: Candidates[T],
+    objective: Objective,
+    site: Site,
+    replicas: Array,
+    gpus: Array,
+    energy: tuple[Array, Array],
+) -> tuple[Array, Array, Array]:
+    """Which plans lack the objective's figure (`every`: none), and its lower and upper bounds
+    (0 where lacking), made as `size` makes the figure."""
+    import numpy as np
+
+    every, zero = np.zeros(len(kept), dtype=bool), np.zeros(len(kept))
+    if objective is Objective.GPUS:
+        return every, gpus, gpus
+    if objective is Objective.ENERGY:
+        return every, *energy
+    if objective is Objective.CARBON:
+        if site.carbon_intensity is None:
+            return ~every, zero, zero
+        factor = site.carbon_intensity / GRAMS_PER_KILOGRAM
+        return every, energy[0] * factor, energy[1] * factor
+    price, prices = site.electricity_price, site.gpu_hour_prices
+    electricity = None if price is None else (energy[0] * price, energy[1] * price)
+    if prices is None:
+        return (~every, zero, zero) if electricity is None else (every, *electricity)
+    priced = np.array([gpu in prices for gpu in kept.gpus], dtype=bool)[kept.columns.gpu]
+    hourly = np.array([prices.get(gpu, 0.0) for gpu in kept.gpus])[kept.columns.gpu]
+    gpu_cost = replicas * kept.columns.gpus_per_replica * hourly * HOURS_PER_DAY
+    if electricity is None:
+        lower = upper = gpu_cost
+    else:
+        lower, upper = electricity[0] + gpu_cost, electricity[1] + gpu_cost
+    return ~priced, np.where(priced, lower, 0.0), np.where(priced, upper, 0.0)
+
+
+def _rank_of(baseline: Candidate[T] | None, kept: Candidates[T], ranked: Array) -> int | None:
+    """The rank of the baseline's plan when the baseline is among the plans."""
+    if baseline is None:
+        return None
+    for i in (kept.columns.order[ranked] == baseline.order).nonzero()[0].tolist():
+        if kept[int(ranked[i])].item == baseline.item:
+            rank: int = i + 1
+            return rank
+    return None

@@ -268,7 +268,7 @@ def test_latency_limit_is_inclusive_and_each_limit_counts_what_it_excludes() -> 
 
 def test_nothing_fits() -> None:
     found = plan(THREE, TWO_THOUSAND, max_latency=5.0)
-    assert (found.plans, found.candidates, found.excluded, found.baseline) == (
+    assert (list(found.plans), found.candidates, found.excluded, found.baseline) == (
         [],
         3,
         {Limit.LATENCY: 3, Limit.THROUGHPUT: 0},
@@ -518,3 +518,60 @@ def test_plans_agree_with_a_brute_force_computation(
                     pytest.approx(theirs[0] - ours[0]), pytest.approx(theirs[1] - ours[1])
                 ), name
     assert (found.candidates, found.excluded) == (len(candidates), excluded)
+
+
+floats = st.floats(min_value=1e-3, max_value=1e5, allow_nan=False, allow_infinity=False)
+exact_candidates_st = st.lists(
+    st.builds(
+        candidate,
+        st.just(0),
+        gpu=st.sampled_from(["H100", "B200"]),
+        gpus=st.sampled_from([1, 2, 8]),
+        throughput=st.one_of(st.just(0.0), floats),
+        energy=floats,
+        power=floats,
+        latency=floats,
+        per_request=st.one_of(st.just(0.0), floats),
+    ),
+    max_size=12,
+).map(lambda cs: [replace(c, item=f"c{i}", order=i) for i, c in enumerate(cs)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    candidates=exact_candidates_st,
+    demand=demand_st,
+    utilization=st.sampled_from([0.05, 0.3, 0.8, 1.0]),
+    site=site_st,
+    objective=st.sampled_from(list(Objective)),
+)
+def test_the_ranking_reads_the_figures_of_the_plans_to_the_last_bit(
+    candidates, demand, utilization, site, objective
+) -> None:
+    """The ranking and the Pareto marks read every candidate's figures at once (columns), the
+    plans are sized one by one: their order and marks are those of the plans' own figures."""
+    found = plan(candidates, demand, utilization=utilization, site=site, objective=objective)
+    plans = list(found.plans)
+
+    def key(p: Plan[str]) -> tuple[bool, float, float, int]:
+        bounds = {
+            Objective.GPUS: Bounds(p.gpus, p.gpus),
+            Objective.ENERGY: p.energy_per_day,
+            Objective.CARBON: p.carbon_per_day,
+            Objective.COST: p.cost_per_day,
+        }[objective]
+        if bounds is None:
+            return True, 0.0, 0.0, p.candidate.order
+        return False, bounds.upper, bounds.lower, p.candidate.order
+
+    def beaten(p: Plan[str]) -> bool:
+        mine = (p.gpus, p.energy_per_day.upper)
+        return any(
+            o.gpus <= mine[0]
+            and o.energy_per_day.upper <= mine[1]
+            and (o.gpus, o.energy_per_day.upper) != mine
+            for o in plans
+        )
+
+    assert [key(p) for p in plans] == sorted(key(p) for p in plans)
+    assert [p.pareto_optimal for p in plans] == [not beaten(p) for p in plans]

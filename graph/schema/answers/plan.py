@@ -16,7 +16,7 @@ from db.rows import LlmRow, Row
 from db.tables import TaskRow
 from graph.errors import BadInput
 from graph.schema.answers.filters import check_at_least, page_size
-from graph.schema.answers.selection import select
+from graph.schema.answers.selection import Selection, select
 from graph.schema.context import Context, known_gpu, known_task, known_zone, unknown
 from graph.schema.inputs import DemandInput, LatencyInput, PlanObjective, SiteInput
 from graph.schema.types.model import configuration, exact_output_length
@@ -90,7 +90,7 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
     _check_objective(objective, site)
     baseline = _baseline(catalog, kind, task, asked.baseline)
     found = planning.plan(
-        [candidate(kind, row, latency.column) for row in selection.rows()],
+        planned(selection, latency.column),
         demand,
         utilization=asked.utilization,
         site=site,
@@ -266,6 +266,23 @@ def _baseline(catalog: Catalog, kind: Kind, task: TaskRow, given: str | None) ->
     return row
 
 
+def planned(selection: Selection, latency: str) -> planning.Candidates[Row]:
+    """The selection's rows as plans see them: the task's, made once per release and latency
+    column and kept with the catalog, narrowed to the models and GPU types asked for."""
+    catalog, kind, task_id = selection.catalog, selection.kind, selection.task.id
+    rows = catalog.of_task(kind, task_id)
+    whole = catalog.once(
+        ("plan", kind.name, task_id, latency),
+        lambda: planning.Candidates(candidate(kind, row, latency) for row in rows),
+    )
+    if selection.models is None and selection.gpus is None:
+        return whole
+    position = catalog.once(
+        ("plan positions", kind.name, task_id), lambda: {r.id: i for i, r in enumerate(rows)}
+    )
+    return whole.take([position[r.id] for r in selection.rows()])
+
+
 def candidate(kind: Kind, row: Row, latency: str) -> planning.Candidate[Row]:
     """A row as a plan sees it, by its kind's roles."""
     return planning.Candidate(
@@ -338,12 +355,13 @@ def _baseline_plan(
     catalog: Catalog, kind: Kind, found: planning.Plans[Row], plans: list[DeploymentPlan]
 ) -> DeploymentPlan | None:
     """The baseline's plan: the ranked one when it is among the plans, else of rank 0."""
-    base = found.baseline
+    base, rank = found.baseline, found.baseline_rank
     if base is None:
         return None
-    for i, ranked in enumerate(found.plans):
-        if ranked.candidate.item is base.candidate.item:
-            return plans[i] if i < len(plans) else _served(catalog, kind, ranked)
+    if rank is not None:
+        return (
+            plans[rank - 1] if rank <= len(plans) else _served(catalog, kind, found.plans[rank - 1])
+        )
     base.savings = planning.savings(base, base)
     return _served(catalog, kind, base)
 
