@@ -90,7 +90,7 @@ def partial_load(
             None,
             None,
             f"the fitted power at the partial-load point (batch size {batch_size:.4g}), "
-            f"{power:.6g} W, lies outside the bounds ({lower:.6g} to {upper:.6g} W)",
+            f"{power:.4g} W, lies outside the bounds ({lower:.4g} to {upper:.4g} W)",
         )
     return PartialLoad(batch_size, power)
 
