@@ -5,6 +5,9 @@ instead of passing over every row of a task at each request.
   PerModel), so that a leaderboard reads each model's rows only up to its best admitted one;
   `best` ranks from it (and keeps each task's default table).
 - `frontiers`: a task's time-energy frontiers under a scope, per group (analysis.pareto).
+- `series` and `fitted`: an LLM configuration's concurrency series (analysis.curves) and a
+  series' metric fitted against its batch size (analysis.fit), for fitted curves and the plans'
+  partial-load estimates (analysis.partial_load).
 
 `warm` makes the leaderboard's and the frontier's defaults of every task when a catalog is read,
 before the release is served, so that the first request of each is as quick as the next.
@@ -17,11 +20,13 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from analysis.curves import concurrency_curves, series_key
+from analysis.fit import Curve, fit_curve
 from analysis.leaderboard import Candidate, Constraints, Fields, PerModel, best_per_model_sorted
 from analysis.pareto import frontier, scope_key
 from db.catalog import Catalog
-from db.kinds import Kind
-from db.rows import Row
+from db.kinds import LLM, Kind
+from db.rows import LlmRow, Row
 
 DEFAULT_SCOPE = "global"
 
@@ -118,6 +123,29 @@ def frontiers(
     rows = catalog.of_task(kind, task_id)
     key: Any = ("frontiers", kind.name, task_id, scope, latency)
     return catalog.once(key, lambda: frontiers_of(kind, rows, scope, latency))
+
+
+def series(catalog: Catalog, row: LlmRow) -> Sequence[LlmRow]:
+    """The row's concurrency series: its task's rows of its model, GPU type, GPU count and
+    parallelism, by batch size, then id (analysis.curves); the task's made once per release."""
+
+    def make() -> dict[Hashable, list[LlmRow]]:
+        by_model: dict[int, list[LlmRow]] = {}
+        for r in catalog.of_task(LLM, row.task_id):
+            by_model.setdefault(r.model_id, []).append(r)
+        return {
+            (model, s.key): s.points
+            for model, rows in by_model.items()
+            for s in concurrency_curves(rows)
+        }
+
+    return catalog.once(("series", row.task_id), make)[(row.model_id, series_key(row))]
+
+
+def fitted(catalog: Catalog, rows: Sequence[LlmRow], column: str) -> Curve:
+    """A series' `column` against max_num_seqs (analysis.fit), fitted once per release."""
+    key = ("fitted", column, tuple(r.id for r in rows))
+    return catalog.once(key, lambda: fit_curve((r.max_num_seqs, getattr(r, column)) for r in rows))
 
 
 def warm(catalog: Catalog) -> None:

@@ -17,12 +17,19 @@ Floats are compared at six decimals (`rounded`): the answers are products of dec
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest import approx
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from analysis.fit import Logistic
 from graph.settings import Settings
-from tests.conftest import Execute, app_client
+from tests import synthetic
+from tests.conftest import Execute, app_client, ingest_dir, make_execute
 from tests.test_ranking_api import NUMBER, execute, iid, lid, ranking_url
 
 pytestmark = pytest.mark.anyio
@@ -43,9 +50,31 @@ def bounds(lower: float, upper: float) -> dict[str, float]:
     return {"lower": lower, "upper": upper}
 
 
+def estimated(lower: float, upper: float, estimate: float | None = None) -> dict[str, Any]:
+    return {"lower": lower, "upper": upper, "estimate": estimate}
+
+
+def no_estimate(batch_sizes: int) -> list[dict[str, str]]:
+    """What a plan whose series has too few batch sizes for a fit says of its estimate."""
+    plural = "" if batch_sizes == 1 else "s"
+    reason = (
+        f"the series has {batch_sizes} distinct batch size{plural}: a fitted curve needs at least 4"
+    )
+    return [{"field": f, "reason": reason} for f in ESTIMATES]
+
+
+ESTIMATES = ("partialLoadBatchSize", "powerWatts.estimate", "energyPerDayKwh.estimate")
+
+
+def of_estimates(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with only the null estimates in `unavailable` (the site's figures left out)."""
+    return {**plan, "unavailable": [u for u in plan["unavailable"] if u["field"] in ESTIMATES]}
+
+
 PLAN = """rank configuration { id } paretoOptimal latency outputsPerSecond requestsPerSecond
-    outputsPerRequest throughputPerReplica replicas gpuCount powerWatts { lower upper }
-    energyPerDayKwh { lower upper } energyPerRequestJoules carbonPerDayKg { lower upper }
+    outputsPerRequest throughputPerReplica replicas gpuCount partialLoadBatchSize
+    powerWatts { lower upper estimate } energyPerDayKwh { lower upper estimate }
+    energyPerRequestJoules carbonPerDayKg { lower upper }
     electricityCostPerDay { lower upper } gpuCostPerDay costPerDay
     savingsVsBaseline { energyPerDayKwh { lower upper } energySavedFraction { lower upper } gpus
       carbonPerDayKg { lower upper } costPerDay }
@@ -54,6 +83,15 @@ ANSWER = f"""task {{ name }} objective demandUnit utilization pue
     latencyLimit {{ field max unit }} candidates totalCount
     excluded {{ limit configurations reason }} reason
     plans {{ {PLAN} }} baseline {{ {PLAN} }} assumptions method"""
+ESTIMATE_METHOD = (
+    "partialLoadBatchSize = b*, the maxNumSeqs at which the logistic fit of the series' "
+    "outputThroughputTokensPerSec (fittedCurves) equals outputsPerSecond ÷ replicas: 2^(x0 + "
+    "ln(s ÷ (1 − s)) ÷ k), s = (outputsPerSecond ÷ replicas − b0) ÷ amplitude; "
+    "powerWatts.estimate = replicas × the series' fitted avgPowerWatts at b*; "
+    "energyPerDayKwh.estimate = powerWatts.estimate × 24 h ÷ 1,000 × site.pue; null unless both "
+    "fits are reliable, the throughput's rises, b* lies within the measured batch sizes and "
+    "powerWatts.estimate between the bounds"
+)
 LLM_METHOD = [
     "outputsPerSecond = demand.requestsPerSecond × outputsPerRequest "
     "(demand.outputTokensPerRequest, else avgOutputLen), or demand.outputTokensPerSecond",
@@ -63,6 +101,7 @@ LLM_METHOD = [
     "powerWatts.upper = replicas × avgPowerWatts; powerWatts.lower = "
     "min(outputsPerSecond × energyPerTokenJoules, powerWatts.upper)",
     "energyPerDayKwh = powerWatts × 24 h ÷ 1,000 × site.pue, each bound",
+    ESTIMATE_METHOD,
     "energyPerRequestJoules = energyPerTokenJoules × outputsPerRequest × site.pue",
     "carbonPerDayKg = energyPerDayKwh × site.carbonIntensityGramsPerKwh ÷ 1,000",
     "electricityCostPerDay = energyPerDayKwh × site.electricityPricePerKwh; gpuCostPerDay = "
@@ -96,7 +135,7 @@ def llm_plan(rank: int, row: int, pareto: bool, **figures: Any) -> dict[str, Any
         "requestsPerSecond": 60.0,
         "outputsPerRequest": 100.0,
         "savingsVsBaseline": None,
-        "unavailable": [],
+        "partialLoadBatchSize": None,
         **figures,
     }
 
@@ -132,8 +171,8 @@ async def test_plans_on_a_priced_site_with_a_latency_limit(execute: Execute) -> 
                     throughputPerReplica=2333.333333,
                     replicas=3,
                     gpuCount=3,
-                    powerWatts=bounds(1800.0, 2100.0),
-                    energyPerDayKwh=bounds(64.8, 75.6),
+                    powerWatts=estimated(1800.0, 2100.0),
+                    energyPerDayKwh=estimated(64.8, 75.6),
                     # 0.3 J x 100 tokens x 1.5.
                     energyPerRequestJoules=45.0,
                     carbonPerDayKg=bounds(25.92, 30.24),
@@ -141,6 +180,7 @@ async def test_plans_on_a_priced_site_with_a_latency_limit(execute: Execute) -> 
                     # 3 B200 x 5 x 24 h, and the electricity's upper bound.
                     gpuCostPerDay=360.0,
                     costPerDay=375.12,
+                    unavailable=no_estimate(1),
                 ),
                 llm_plan(
                     2,
@@ -150,13 +190,14 @@ async def test_plans_on_a_priced_site_with_a_latency_limit(execute: Execute) -> 
                     throughputPerReplica=800.0,
                     replicas=8,
                     gpuCount=8,
-                    powerWatts=bounds(3000.0, 3200.0),
-                    energyPerDayKwh=bounds(108.0, 115.2),
+                    powerWatts=estimated(3000.0, 3200.0),
+                    energyPerDayKwh=estimated(108.0, 115.2),
                     energyPerRequestJoules=75.0,
                     carbonPerDayKg=bounds(43.2, 46.08),
                     electricityCostPerDay=bounds(21.6, 23.04),
                     gpuCostPerDay=384.0,
                     costPerDay=407.04,
+                    unavailable=no_estimate(2),
                 ),
             ],
             "baseline": None,
@@ -289,10 +330,11 @@ async def test_diffusion_plans_against_a_baseline_outside_the_limit(execute: Exe
                     "outputsPerSecond = demand.imagesPerSecond",
                     "replicas = ceil(outputsPerSecond ÷ (utilization × throughputImagesPerSec)), a "
                     "quotient within a billionth of a whole number taken as that number",
-                    # The task's own fields.
+                    # The task's own fields; no estimate (no fitted curves).
                     *(
                         m.replace("energyPerTokenJoules", "energyPerImageJoules")
                         for m in LLM_METHOD[2:]
+                        if m is not ESTIMATE_METHOD
                     ),
                 ],
             }
@@ -582,11 +624,123 @@ async def test_the_same_answer_over_http(execute: Execute, ranking_url: str) -> 
         {PRICED_SITE}, baseline: "{lid(5)}", first: 3) {{ {ANSWER} }} }}"""
     async with app_client(Settings(database_url=ranking_url, manifest=None)) as (_, client):
         response = await client.post("/graphql", json={"query": query})
-    # The estimate: 245 = 1 (the field) + 22 (the answer's other fields) + 2 (`plans` and
-    # `baseline`) + 4 x 55 (the 3 plans asked for and the baseline, each's `unavailable` at its
-    # bound of 8); the answer's lists are shorter.
-    cost = {"requestedQueryCost": 245, "actualQueryCost": 172}
+    # The estimate: 257 = 1 (the field) + 22 (the answer's other fields) + 2 (`plans` and
+    # `baseline`) + 4 x 58 (the 3 plans asked for and the baseline, each's `unavailable` at its
+    # bound of 8); the answer's lists are shorter (each plan's `unavailable` holds 3, its null
+    # estimates).
+    cost = {"requestedQueryCost": 257, "actualQueryCost": 208}
     assert (response.status_code, response.json()) == (
         200,
         {"data": await execute(query), "extensions": {"cost": cost}},
     )
+
+
+# A series the fits follow exactly: Tiny 1B on 4 x H100 (tensor-parallel 4) at six batch sizes,
+# its throughput and power known logistics (energy per token = power / throughput).
+THROUGHPUT = Logistic(b0=500.0, amplitude=4500.0, k=1.0, x0=6.0)
+POWER = Logistic(b0=400.0, amplitude=1600.0, k=1.5, x0=5.5)
+FIT_BATCHES = (8, 16, 32, 64, 128, 256)
+FIT_ROWS = [
+    *synthetic.ROWS,
+    *(
+        synthetic.row(
+            "acme/Tiny-1B",
+            "H100",
+            4,
+            b,
+            POWER.at(b) / THROUGHPUT.at(b),
+            10.0,
+            tp=4,
+            power=POWER.at(b),
+        )
+        for b in FIT_BATCHES
+    ),
+]
+FIT_IDS = synthetic.configuration_ids(synthetic.TASK, FIT_ROWS, ("max_num_seqs",))
+
+
+@pytest.fixture
+async def execute_fittable(engine: AsyncEngine, tmp_path: Path, settings: Settings) -> Execute:
+    root = synthetic.write(tmp_path / "fittable", synthetic.documents(FIT_ROWS))
+    (tmp_path / "manifest.json").write_text(json.dumps(synthetic.manifest()))
+    await ingest_dir(engine, root, tmp_path / "manifest.json")
+    return make_execute(engine, settings)
+
+
+def fitted_plan(batch: int, replicas: int, share_batch: float | None, reason: str | None):
+    """A plan for 5,000 tokens a second on the series' configuration at `batch`, at PUE 1.5."""
+    upper = replicas * POWER.at(batch)
+    lower = 5000.0 * POWER.at(batch) / THROUGHPUT.at(batch)
+    estimate = None if share_batch is None else replicas * POWER.at(share_batch)
+    day = 24 / 1000 * 1.5
+    return {
+        "replicas": replicas,
+        "partialLoadBatchSize": None if share_batch is None else approx(share_batch, rel=1e-4),
+        "powerWatts": {
+            "lower": approx(lower),
+            "upper": approx(upper),
+            "estimate": None if estimate is None else approx(estimate, rel=1e-4),
+        },
+        "energyPerDayKwh": {
+            "lower": approx(lower * day),
+            "upper": approx(upper * day),
+            "estimate": None if estimate is None else approx(estimate * day, rel=1e-4),
+        },
+        "unavailable": []
+        if reason is None
+        else [{"field": f, "reason": reason} for f in ESTIMATES],
+    }
+
+
+async def test_the_partial_load_estimate_on_a_fitted_series(execute_fittable: Execute) -> None:
+    """5,000 tokens a second on H100s: each replica's share is where the fitted throughput is,
+    2^(6 + ln(s / (1 - s))) with s = (share - 500) / 4,500. At batch sizes 64 to 256, two
+    replicas of 2,500 (s = 4/9); at 16, five of 1,000 (s = 1/9), drawing replicas x P there,
+    between the bounds. At 32, three of 1,666.7: the power there (2,663 W) is below the lower
+    bound (every token at the energy per token measured at 32). At 8, eight of 625: below the
+    throughput fitted at 8. Rows 1 and 2 (one H100) have two batch sizes: no fit."""
+    query = """{ deploymentPlan(models: ["tiny-1b"], gpus: ["H100"], site: {pue: 1.5},
+        demand: {outputTokensPerSecond: 5000}) { plans { configuration { id } replicas
+          partialLoadBatchSize powerWatts { lower upper estimate }
+          energyPerDayKwh { lower upper estimate } unavailable { field reason } } } }"""
+    data = await execute_fittable(query)
+    plans = {p.pop("configuration")["id"]: of_estimates(p) for p in data["deploymentPlan"]["plans"]}
+    at = {s: 2 ** (6 + math.log(s / (1 - s))) for s in (4 / 9, 1 / 9)}
+    outside = (
+        "the fitted power at the partial-load point (batch size 30.91), 2663 W, lies outside "
+        "the bounds (2670 to 2740 W)"
+    )
+    below = (
+        "each replica's 625 outputs per second lie below the fitted throughput at the smallest "
+        "measured batch size (measured from 8 to 256): no extrapolation"
+    )
+    one_h100 = no_estimate(2)
+    assert set(plans) == {*FIT_IDS[:2], *FIT_IDS[7:]}
+    assert {i: p["unavailable"] for i, p in plans.items() if i in FIT_IDS[:2]} == {
+        i: one_h100 for i in FIT_IDS[:2]
+    }
+    assert {i: p for i, p in plans.items() if i in FIT_IDS[7:]} == {
+        FIT_IDS[7]: fitted_plan(8, 8, None, below),
+        FIT_IDS[8]: fitted_plan(16, 5, at[1 / 9], None),
+        FIT_IDS[9]: fitted_plan(32, 3, None, outside),
+        **{
+            FIT_IDS[n]: fitted_plan(b, 2, at[4 / 9], None)
+            for n, b in ((10, 64), (11, 128), (12, 256))
+        },
+    }
+
+
+async def test_diffusion_plans_say_why_they_have_no_estimate(execute: Execute) -> None:
+    query = """{ deploymentPlan(task: "text-to-image", demand: {imagesPerSecond: 2}, first: 1) {
+        plans { partialLoadBatchSize powerWatts { estimate } energyPerDayKwh { estimate }
+          unavailable { field reason } } } }"""
+    reason = "LeadGreen fits no concurrency curves for diffusion tasks"
+    data = await execute(query)
+    assert [of_estimates(p) for p in data["deploymentPlan"]["plans"]] == [
+        {
+            "partialLoadBatchSize": None,
+            "powerWatts": {"estimate": None},
+            "energyPerDayKwh": {"estimate": None},
+            "unavailable": [{"field": f, "reason": reason} for f in ESTIMATES],
+        }
+    ]

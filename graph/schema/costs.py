@@ -50,7 +50,7 @@ LIST_SIZES: dict[str, Size] = {
     # At most `first` (up to the largest page): 382 plans on text-to-video, the largest task.
     "DeploymentPlans.plans": plans_asked,
     "DeploymentPlans.excluded": fixed(2),  # one per limit: latency and throughput
-    "DeploymentPlan.unavailable": fixed(8),  # 5 figures can be null
+    "DeploymentPlan.unavailable": fixed(8),  # 7 figures can be null: 4 costs, 3 estimates
     "RequestImpact.excluded": fixed(1),  # the latency limit
     "RequestImpact.unavailable": fixed(1),  # carbon
     "GridZones.zones": fixed(256),  # 215 in ecologits 0.11.3

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from strawberry.utils.str_converters import to_camel_case
 
 from analysis import plan as planning
-from db import fields, grid
+from analysis.partial_load import LoadCurves, PartialLoad, partial_load
+from analysis.units import kilowatt_hours
+from db import derived, fields, grid
 from db.catalog import Catalog
 from db.kinds import DIFFUSION, LLM, Kind
 from db.rows import LlmRow, Row
@@ -25,6 +27,7 @@ from graph.schema.types.plan import (
     DeploymentPlan,
     DeploymentPlans,
     PlanBounds,
+    PlanEstimatedBounds,
     PlanExclusion,
     PlanLatencyLimit,
     PlanSavings,
@@ -55,6 +58,8 @@ SERVED_AS = {
     "gpu_cost": "gpuCostPerDay",
     "cost": "costPerDay",
 }
+# The plans' fields the partial-load estimate gives, null together.
+ESTIMATES = ("partialLoadBatchSize", "powerWatts.estimate", "energyPerDayKwh.estimate")
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
         max_latency=latency.most,
         baseline=None if baseline is None else candidate(kind, baseline, latency.column),
     )
-    plans = [_served(catalog, kind, p) for p in found.plans[:first]]
+    plans = [_served(catalog, kind, p, site.pue) for p in found.plans[:first]]
     excluded = exclusions(found.excluded, latency)
     return DeploymentPlans(
         task=Task.of(catalog, task.id),
@@ -112,7 +117,7 @@ async def deployment_plan(context: Context, asked: Asked) -> DeploymentPlans:
         excluded=excluded,
         reason=_reason(found, excluded, task),
         plans=plans,
-        baseline=_baseline_plan(catalog, kind, found, plans),
+        baseline=_baseline_plan(catalog, kind, found, plans, site.pue),
         assumptions=_assumptions(asked, variant, site, latency),
         method=_method(kind, variant),
     )
@@ -323,8 +328,36 @@ def _savings(s: planning.Savings | None) -> PlanSavings | None:
     )
 
 
-def _served(catalog: Catalog, kind: Kind, p: planning.Plan[Row]) -> DeploymentPlan:
+def _partial_load(catalog: Catalog, kind: Kind, p: planning.Plan[Row]) -> PartialLoad:
+    """The plan's partial-load point on its configuration's series' fitted curves."""
+    row = p.candidate.item
+    if not isinstance(row, LlmRow):
+        return PartialLoad(
+            None, None, f"LeadGreen fits no concurrency curves for {kind.called} tasks"
+        )
+    rows = derived.series(catalog, row)
+    curves = LoadCurves(
+        throughput=derived.fitted(catalog, rows, kind.throughput),
+        power=derived.fitted(catalog, rows, kind.power),
+    )
+    return partial_load(curves, p.outputs_per_second, p.replicas, p.power.lower, p.power.upper)
+
+
+def _served(catalog: Catalog, kind: Kind, p: planning.Plan[Row], pue: float) -> DeploymentPlan:
     c = p.candidate
+    partial = _partial_load(catalog, kind, p)
+    # As analysis.plan makes energyPerDayKwh from powerWatts, bound by bound.
+    energy = (
+        None
+        if partial.power is None
+        else partial.power * (kilowatt_hours(planning.SECONDS_PER_DAY) * pue)
+    )
+    unavailable = [
+        PlanUnavailable(field=SERVED_AS[figure], reason=reason)
+        for figure, reason in p.missing.items()
+    ]
+    if partial.reason is not None:
+        unavailable += [PlanUnavailable(field=f, reason=partial.reason) for f in ESTIMATES]
     return DeploymentPlan(
         rank=p.rank,
         configuration=configuration(catalog, kind, c.item),
@@ -336,23 +369,29 @@ def _served(catalog: Catalog, kind: Kind, p: planning.Plan[Row]) -> DeploymentPl
         throughput_per_replica=c.throughput,
         replicas=p.replicas,
         gpu_count=p.gpus,
-        power_watts=PlanBounds(lower=p.power.lower, upper=p.power.upper),
-        energy_per_day_kwh=PlanBounds(lower=p.energy_per_day.lower, upper=p.energy_per_day.upper),
+        partial_load_batch_size=partial.batch_size,
+        power_watts=PlanEstimatedBounds(
+            lower=p.power.lower, upper=p.power.upper, estimate=partial.power
+        ),
+        energy_per_day_kwh=PlanEstimatedBounds(
+            lower=p.energy_per_day.lower, upper=p.energy_per_day.upper, estimate=energy
+        ),
         energy_per_request_joules=p.energy_per_request,
         carbon_per_day_kg=_bounds(p.carbon_per_day),
         electricity_cost_per_day=_bounds(p.electricity_cost_per_day),
         gpu_cost_per_day=p.gpu_cost_per_day,
         cost_per_day=None if p.cost_per_day is None else p.cost_per_day.upper,
         savings_vs_baseline=_savings(p.savings),
-        unavailable=[
-            PlanUnavailable(field=SERVED_AS[figure], reason=reason)
-            for figure, reason in p.missing.items()
-        ],
+        unavailable=unavailable,
     )
 
 
 def _baseline_plan(
-    catalog: Catalog, kind: Kind, found: planning.Plans[Row], plans: list[DeploymentPlan]
+    catalog: Catalog,
+    kind: Kind,
+    found: planning.Plans[Row],
+    plans: list[DeploymentPlan],
+    pue: float,
 ) -> DeploymentPlan | None:
     """The baseline's plan: the ranked one when it is among the plans, else of rank 0."""
     base, rank = found.baseline, found.baseline_rank
@@ -360,10 +399,12 @@ def _baseline_plan(
         return None
     if rank is not None:
         return (
-            plans[rank - 1] if rank <= len(plans) else _served(catalog, kind, found.plans[rank - 1])
+            plans[rank - 1]
+            if rank <= len(plans)
+            else _served(catalog, kind, found.plans[rank - 1], pue)
         )
     base.savings = planning.savings(base, base)
-    return _served(catalog, kind, base)
+    return _served(catalog, kind, base, pue)
 
 
 def exclusions(excluded: Mapping[planning.Limit, int], latency: Latency) -> list[PlanExclusion]:
@@ -460,14 +501,25 @@ def _method(kind: Kind, variant: str) -> list[str]:
         if variant == fields.TEXT
         else f"outputsPerSecond = {rates}"
     )
+    power, batch = named(kind.power), named(kind.batch_setting)
+    estimate = [
+        f"partialLoadBatchSize = b*, the {batch} at which the logistic fit of the series' "
+        f"{throughput} (fittedCurves) equals outputsPerSecond ÷ replicas: 2^(x0 + ln(s ÷ (1 − "
+        "s)) ÷ k), s = (outputsPerSecond ÷ replicas − b0) ÷ amplitude; powerWatts.estimate = "
+        f"replicas × the series' fitted {power} at b*; energyPerDayKwh.estimate = "
+        "powerWatts.estimate × 24 h ÷ 1,000 × site.pue; null unless both fits are reliable, "
+        "the throughput's rises, b* lies within the measured batch sizes and "
+        "powerWatts.estimate between the bounds"
+    ]
     return [
         demand,
         f"replicas = ceil(outputsPerSecond ÷ (utilization × {throughput})), a quotient within "
         "a billionth of a whole number taken as that number",
         f"gpuCount = replicas × {named('num_gpus')}",
-        f"powerWatts.upper = replicas × {named(kind.power)}; powerWatts.lower = "
+        f"powerWatts.upper = replicas × {power}; powerWatts.lower = "
         f"min(outputsPerSecond × {energy}, powerWatts.upper)",
         "energyPerDayKwh = powerWatts × 24 h ÷ 1,000 × site.pue, each bound",
+        *(estimate if kind is LLM else []),
         f"energyPerRequestJoules = {energy} × outputsPerRequest × site.pue",
         "carbonPerDayKg = energyPerDayKwh × site.carbonIntensityGramsPerKwh ÷ 1,000",
         "electricityCostPerDay = energyPerDayKwh × site.electricityPricePerKwh; gpuCostPerDay "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from analysis import fit as fitting
+from db import derived
 from db.catalog import Catalog
 from db.rows import LlmRow
 from graph.errors import BadInput
@@ -163,8 +164,7 @@ class FittedMetric:
         return [CurveEstimate.of(self.curve.estimate(_checked(b), self.bound)) for b in batch_sizes]
 
     @classmethod
-    def of(cls, name: str, rows: list[LlmRow]) -> FittedMetric:
-        curve = fitting.fit_curve((r.max_num_seqs, getattr(r, name)) for r in rows)
+    def of(cls, name: str, rows: list[LlmRow], curve: fitting.Curve) -> FittedMetric:
         ids: dict[int, list[strawberry.ID]] = {}
         for r in rows:
             ids.setdefault(r.max_num_seqs, []).append(global_id("Configuration", r.key))
@@ -234,7 +234,8 @@ class FittedCurveSeries:
     def _fitted(self, name: str) -> FittedMetric:
         """Fitted once per release: a series is all of a model's rows at one setting."""
         key = (FittedMetric, name, tuple(r.id for r in self.rows))
-        return self.catalog.once(key, lambda: FittedMetric.of(name, self.rows))
+        curve = derived.fitted(self.catalog, self.rows, name)
+        return self.catalog.once(key, lambda: FittedMetric.of(name, self.rows, curve))
 
     @strawberry.field(description="Average power: " + metric.describe("avg_power_watts"))
     def avg_power_watts(self) -> FittedMetric:

@@ -33,6 +33,28 @@ class PlanBounds:
     upper: float = strawberry.field(description=f"The figure at {UPPER}.")
 
 
+ESTIMATE = (
+    "Derived by LeadGreen: an estimate from the fitted concurrency curves, not a measurement: "
+    "the figure at the partial-load point, where each replica serves its share of the demand "
+    "(outputsPerSecond ÷ replicas) at the batch size partialLoadBatchSize and draws the fitted "
+    "average power there (the answer's `method` gives the formula). Never in place of the "
+    "bounds, and only between them"
+)
+
+
+@strawberry.type(
+    description="A derived figure between two bounds of a plan's power, and LeadGreen's "
+    "estimate of it at the partial-load point where the fitted concurrency curves give one; the "
+    "field holding it says which figure, its unit and its formula."
+)
+class PlanEstimatedBounds:
+    lower: float = strawberry.field(description=f"The figure at {LOWER}.")
+    upper: float = strawberry.field(description=f"The figure at {UPPER}.")
+    estimate: float | None = strawberry.field(
+        description=f"{ESTIMATE}; null when there is none (the plan's `unavailable` says why)."
+    )
+
+
 @strawberry.type(description="A figure of a plan that is null, and why.")
 class PlanUnavailable:
     field: str = strawberry.field(description="The plan's field that is null, e.g. `costPerDay`.")
@@ -118,14 +140,25 @@ class DeploymentPlan:
     gpu_count: int = strawberry.field(
         description="Derived by LeadGreen: replicas × the configuration's numGpus, in GPUs."
     )
-    power_watts: PlanBounds = strawberry.field(
+    partial_load_batch_size: float | None = strawberry.field(
+        description="Derived by LeadGreen: an estimate from the fitted concurrency curves, not a "
+        "measurement: the batch size (maxNumSeqs, not a whole number) at which the logistic fit "
+        "of the throughput of the configuration's series (its model, GPU type, GPU count and "
+        "parallelism: `fittedCurves`) equals each replica's share of the demand, "
+        "outputsPerSecond ÷ replicas. Null where the series has no reliable fit of throughput "
+        "and power, where the point lies outside the measured batch sizes (no extrapolation) or "
+        "the power there outside powerWatts' bounds, and for diffusion tasks (no fitted "
+        "curves): `unavailable` says why."
+    )
+    power_watts: PlanEstimatedBounds = strawberry.field(
         description="Derived by LeadGreen, in watts (GPUs only): lower = outputsPerSecond × the "
         "configuration's energy per token (or per image, video), never above upper; upper = "
-        "replicas × its avgPowerWatts (what is provisioned)."
+        "replicas × its avgPowerWatts (what is provisioned); estimate = replicas × the "
+        "series' fitted avgPowerWatts at partialLoadBatchSize."
     )
-    energy_per_day_kwh: PlanBounds = strawberry.field(
+    energy_per_day_kwh: PlanEstimatedBounds = strawberry.field(
         description="Derived by LeadGreen: powerWatts × 24 h ÷ 1,000 × the site's PUE, in kWh a "
-        "day, each bound."
+        "day, each bound and the estimate."
     )
     energy_per_request_joules: float = strawberry.field(
         description="Derived by LeadGreen: the configuration's energy per token × "
