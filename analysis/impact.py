@@ -9,28 +9,15 @@ plan's energy per request), and that energy x the grid's carbon intensity in gra
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from analysis.plan import Candidate, Limit, energy_per_request, excluded_by
+from analysis.power import Spread
 from analysis.units import carbon_grams
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Spread:
-    """The least, the median (of an even count: the mean of the middle two) and the most."""
-
-    least: float
-    median: float
-    most: float
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Spread:
-        return cls(min(values), statistics.median(values), max(values))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,12 +19,14 @@ class Powered(Protocol):
 
 @dataclass(frozen=True)
 class Spread:
+    """The least, the median (of an even count: the mean of the middle two) and the most."""
+
     minimum: float
     median: float
     maximum: float
 
     @classmethod
-    def of(cls, values: list[float]) -> Spread:
+    def of(cls, values: Sequence[float]) -> Spread:
         return cls(min(values), statistics.median(values), max(values))
 
 

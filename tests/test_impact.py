@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.impact import Spread, request_impact
+from analysis.impact import request_impact
+from analysis.power import Spread
 from db import grid
 from tests.test_plan import candidate
 
@@ -25,7 +26,7 @@ THREE = [
 
 def spread(s: Spread | None) -> tuple[float, float, float] | None:
     """The figures as a tuple, which pytest.approx compares (a dataclass it does not)."""
-    return None if s is None else (s.least, s.median, s.most)
+    return None if s is None else (s.minimum, s.median, s.maximum)
 
 
 def test_a_request_over_every_configuration() -> None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from strawberry.utils.str_converters import to_camel_case
 
 from analysis import impact as impacts
-from analysis.impact import Spread
 from analysis.plan import Limit
+from analysis.power import Spread
 from analysis.units import watt_hours
 from db import fields, grid
 from db.catalog import Catalog
@@ -162,7 +162,9 @@ def _rows(
 def _range(spread: Spread | None, unit: Callable[[float], float] = float) -> ImpactRange | None:
     if spread is None:
         return None
-    return ImpactRange(min=unit(spread.least), median=unit(spread.median), max=unit(spread.most))
+    return ImpactRange(
+        min=unit(spread.minimum), median=unit(spread.median), max=unit(spread.maximum)
+    )
 
 
 def _reason(
