@@ -452,12 +452,12 @@ class Declared:
     @property
     def python(self) -> type:
         """int, float or str: the column's and the API's type."""
-        found = _without_none(self.type)
+        found = without_none(self.type)
         return get_args(found)[0] if get_origin(found) is Annotated else found
 
     @property
     def nullable(self) -> bool:
-        return _without_none(self.type) is not self.type
+        return without_none(self.type) is not self.type
 
     @property
     def setting(self) -> bool:
@@ -478,7 +478,7 @@ class Declared:
     def shape(self) -> tuple[Any, Any]:
         """Its type and default in a task file's row of a variant that has it: required, unless
         files before `since` lack it."""
-        return (self.type, None) if self.spec.since else (_without_none(self.type), ...)
+        return (self.type, None) if self.spec.since else (without_none(self.type), ...)
 
 
 @dataclass(frozen=True)
@@ -525,7 +525,7 @@ PER_GPU_POWER = Metric(
 DERIVED = {"avg_power_watts": (PER_GPU_POWER,)}
 
 
-def _without_none(annotation: Any) -> Any:
+def without_none(annotation: Any) -> Any:
     """`annotation` without its None arm, if it has one."""
     if get_origin(annotation) in (Union, types.UnionType):
         arms = [arm for arm in get_args(annotation) if arm is not type(None)]

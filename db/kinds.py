@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 from analysis.aggregate import Getter
 from db import fields, shapes
@@ -54,6 +54,9 @@ class Kind:
     variants: Mapping[str, Mapping[str, str]] = field(init=False)
     # Pydantic shapes of a task-file row, per variant.
     task_shapes: Mapping[str, type[shapes.TaskRow]] = field(init=False)
+    # Their fields, per variant, in order, each with its type (without None): what an export
+    # of the rows writes.
+    task_fields: Mapping[str, Mapping[str, type]] = field(init=False)
     # Columns a client may order configurations by.
     orderable: tuple[str, ...] = field(init=False)
     # The batch-size setting's column, and the parallelism settings (flat in the task file,
@@ -76,6 +79,13 @@ class Kind:
         made: dict[str, Any] = {
             "variants": {v: fields.upstream_columns(v) for v in rows},
             "task_shapes": {v: shapes.TASK_ROWS[v] for v in rows},
+            "task_fields": {
+                v: {
+                    name: _plain(info.annotation)
+                    for name, info in shapes.TASK_ROWS[v].model_fields.items()
+                }
+                for v in rows
+            },
             "orderable": fields.orderable(rows),
             "batch_setting": fields.with_role(rows, Role.BATCH)[0],
             "degrees": fields.with_role(rows, Role.DEGREE),
@@ -92,18 +102,36 @@ class Kind:
     def columns(self, variant: str) -> Mapping[str, str]:
         return self.variants[variant]
 
+    def variant(self, row: Any) -> str:
+        """Which of the kind's variants a stored row is."""
+        return getattr(row, self.variant_column) if self.variant_column else self.rows[0]
+
     def upstream(self, row: Any) -> dict[str, Any]:
         """A stored row's figures and settings by upstream name."""
-        variant = (
-            getattr(row, self.variant_column) if self.variant_column else next(iter(self.variants))
-        )
-        return {name: getattr(row, column) for name, column in self.columns(variant).items()}
+        columns = self.columns(self.variant(row))
+        return {name: getattr(row, column) for name, column in columns.items()}
+
+    def task_file_row(self, row: Any, model: Any) -> dict[str, Any]:
+        """A stored row as its task file has it: the model (`model`, its table row) and its
+        facts (the row's own where it said others: kept in `extra`), the GPU type, the row's
+        figures and settings."""
+        said = row.extra or {}
+        values = {"model_id": model.model_id, "gpu_model": row.gpu}
+        values.update((name, said.get(name, getattr(model, name))) for name in shapes.MODEL_FACTS)
+        values.update(self.upstream(row))
+        return {name: values[name] for name in self.task_fields[self.variant(row)]}
 
     def point(self, row: Any, latency: str | None = None) -> tuple[float, float]:
         """(latency, energy) of a row on the time-energy plane (the default energy)."""
         return float(getattr(row, latency or self.latencies[0])), float(
             getattr(row, self.energies[0])
         )
+
+
+def _plain(annotation: Any) -> type:
+    """The type a field's values have (`float` for `Annotated[float, ...] | None`)."""
+    found = fields.without_none(annotation)
+    return get_args(found)[0] if get_origin(found) is Annotated else found  # type: ignore[no-any-return]
 
 
 # The leaderboard web app's default batch-latency deadlines, in seconds (github.com/ml-energy/

@@ -396,3 +396,10 @@ class SiteInput:
         description="The price of a GPU-hour, per GPU type; a plan on a type without a price "
         "has no cost.",
     )
+
+
+# Each kind's filter input (the bulk exports take the same filter as query parameters).
+FILTER_INPUTS: dict[Kind, type[AnyFilter]] = {
+    LLM: ConfigurationFilterInput,
+    DIFFUSION: DiffusionConfigurationFilterInput,
+}

@@ -29,6 +29,7 @@ from graph.schema.memory import Catalogs
 from graph.server import execute as run
 from graph.server.documents import document_routes
 from graph.server.edge import Edge
+from graph.server.exports import export_routes
 from graph.server.graphiql import GraphiQL
 from graph.server.handler import Execute, GraphQLHandler
 from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_expected_errors
@@ -197,6 +198,7 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             *document_routes(settings, make_session, schema, catalogs, settings.http_max_age),
+            *export_routes(settings, make_session, catalogs, settings.http_max_age),
             *(graphiql.routes() if graphiql is not None else []),
             *([Route("/metrics", metrics_endpoint(metrics), methods=["GET"])] if metrics else []),
         ],
@@ -224,6 +226,8 @@ def home(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
             f"{root}/graphql": graphql + ("; GraphiQL for a browser" if settings.graphiql else ""),
             f"{root}/api/v1/index.json": "the v1 documents: the index, and each model's page at "
             "/api/v1/models/{slug}.json",
+            f"{root}/api/v1/configurations.csv": "the configurations as CSV (or .parquet), "
+            "filtered by the query parameters the `configurations` filter takes",
             f"{root}/data/index.json": "each release's upstream files, byte for byte "
             "(/data/tasks/..., /data/models/...); ?release=N for an older one",
             f"{root}/healthz": "is the process alive",
