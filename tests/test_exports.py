@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from graph.settings import Settings
 from tests.conftest import SNAPSHOT, app_client
+from tests.live import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -227,3 +228,20 @@ async def test_real_data_a_diffusion_task_takes_its_own_filter(real_settings: Se
         )
     assert response.status_code == 400
     assert "`maxMedianItlMs`" in response.json()["error"]["message"]
+
+
+@pytest.mark.slow
+def test_the_documented_one_liners_read_a_live_server(tmp_path: Path) -> None:
+    """`leadgreen serve` on 127.0.0.1: the docs' one-liners. pandas reads the URLs itself;
+    polars reads a URL only with range requests, which an export (made as it is sent) does not
+    answer, so it reads the bytes (DuckDB reads a URL through its httpfs extension, not
+    installed here)."""
+    with serving(tmp_path) as port:
+        base = f"http://127.0.0.1:{port}/api/v1/configurations"
+        from_csv = pd.read_csv(f"{base}.csv?task=lm-arena-chat&gpu=H100")
+        from_parquet = pd.read_parquet(f"{base}.parquet?task=lm-arena-chat&gpu=H100")
+        url = f"{base}.parquet?task=lm-arena-chat&gpu=H100"
+        from_polars = pl.read_parquet(httpx.get(url).content).to_pandas()
+    expected = task_rows(tmp_path / "snapshot", "lm-arena-chat", {"gpu": "H100"})
+    for frame in (from_csv, from_parquet, from_polars):
+        assert_rows(frame, expected, "lm-arena-chat", 1)
