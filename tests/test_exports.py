@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -230,18 +231,27 @@ async def test_real_data_a_diffusion_task_takes_its_own_filter(real_settings: Se
     assert "`maxMedianItlMs`" in response.json()["error"]["message"]
 
 
+DOC = Path(__file__).parent.parent / "docs" / "exports.md"
+SNIPPETS = re.findall(r"^```python\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.M | re.S)
+
+
 @pytest.mark.slow
-def test_the_documented_one_liners_read_a_live_server(tmp_path: Path) -> None:
-    """`leadgreen serve` on 127.0.0.1: the docs' one-liners. pandas reads the URLs itself;
-    polars reads a URL only with range requests, which an export (made as it is sent) does not
-    answer, so it reads the bytes (DuckDB reads a URL through its httpfs extension, not
-    installed here)."""
+def test_the_docs_snippets_read_a_live_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/exports.md's Python snippets, in order, against `leadgreen serve` on 127.0.0.1 (on
+    the synthetic snapshot): what they read is the task file's rows and its provenance."""
+    assert len(SNIPPETS) == 3
+    monkeypatch.chdir(tmp_path)
+    names: dict[str, Any] = {}
     with serving(tmp_path) as port:
-        base = f"http://127.0.0.1:{port}/api/v1/configurations"
-        from_csv = pd.read_csv(f"{base}.csv?task=lm-arena-chat&gpu=H100")
-        from_parquet = pd.read_parquet(f"{base}.parquet?task=lm-arena-chat&gpu=H100")
-        url = f"{base}.parquet?task=lm-arena-chat&gpu=H100"
-        from_polars = pl.read_parquet(httpx.get(url).content).to_pandas()
-    expected = task_rows(tmp_path / "snapshot", "lm-arena-chat", {"gpu": "H100"})
-    for frame in (from_csv, from_parquet, from_polars):
-        assert_rows(frame, expected, "lm-arena-chat", 1)
+        for snippet in SNIPPETS:
+            exec(snippet.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), names)
+    every = task_rows(tmp_path / "snapshot", "lm-arena-chat", {})
+    assert_rows(names["chat"], every, "lm-arena-chat", 1)
+    assert_rows(names["frame"].to_pandas(), every, "lm-arena-chat", 1)
+    h100 = task_rows(tmp_path / "snapshot", "lm-arena-chat", {"gpu": "H100"})
+    assert_rows(names["h100"], h100, "lm-arena-chat", 1)
+    least = every.groupby("gpu_model")["energy_per_token_joules"].min()
+    assert dict(names["best"].fetchall()) == least.to_dict()
+    assert names["provenance"][b"leadgreen.release"] == b"1"
