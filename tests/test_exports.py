@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from graph.server import exports
 from graph.settings import Settings
 from tests.conftest import SNAPSHOT, app_client
 from tests.live import serving
@@ -128,6 +129,31 @@ async def test_an_export_of_nothing_is_its_header(
     frame = read_parquet(parquet, "pandas", tmp_path)
     assert len(frame) == 0
     assert list(frame.columns) == columns
+
+
+async def test_sent_in_chunks(
+    synthetic_db: AsyncEngine,
+    synthetic_dir: Path,
+    settings: Settings,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks of CHUNK_ROWS rows: a Parquet row group each, the same rows as one chunk."""
+    monkeypatch.setattr(exports, "CHUNK_ROWS", 2)
+    async with app_client(settings) as (_, client):
+        csv = await client.get("/api/v1/configurations.csv")
+        parquet = await client.get("/api/v1/configurations.parquet")
+    expected = task_rows(synthetic_dir, "lm-arena-chat", {})
+    assert len(expected) == 7
+    assert pq.ParquetFile(io.BytesIO(parquet.content)).metadata.num_row_groups == 4
+    assert_rows(read_parquet(parquet, "pandas", tmp_path), expected, "lm-arena-chat", 1)
+    assert_rows(read_csv(csv), expected, "lm-arena-chat", 1)
+
+
+async def test_no_release_yet_is_a_503(client: httpx.AsyncClient) -> None:
+    response = await client.get("/api/v1/configurations.csv")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "NO_DATA"
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,12 @@ provenance: in response headers, and in the Parquet file's key-value metadata.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import typing
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -259,8 +260,7 @@ def export_routes(
 ) -> list[Route]:
     """The export routes, answering from the release's catalog (read through `make_session`)."""
 
-    async def endpoint(request: Request) -> Response:
-        fmt = request.path_params["format"]
+    async def endpoint(request: Request, fmt: str) -> Response:
         try:
             async with make_session() as session:
                 context = Context(session=session, settings=settings, catalogs=catalogs)
@@ -293,21 +293,13 @@ def export_routes(
         return StreamingResponse(chunks, media_type=MEDIA_TYPES[fmt], headers=headers)
 
     return [
-        Route("/api/v1/configurations.{format:str}", _formats(endpoint), methods=["GET"]),
+        Route(
+            f"/api/v1/configurations.{fmt}",
+            functools.partial(endpoint, fmt=fmt),
+            methods=["GET"],
+        )
+        for fmt in MEDIA_TYPES
     ]
-
-
-def _formats(
-    endpoint: Callable[[Request], Any],
-) -> Callable[[Request], Any]:
-    async def respond(request: Request) -> Response:
-        if request.path_params["format"] not in MEDIA_TYPES:
-            return error_response(
-                404, str(Code.NOT_FOUND), "an export is configurations.csv or .parquet"
-            )
-        return await endpoint(request)  # type: ignore[no-any-return]
-
-    return respond
 
 
 def accepts_gzip(accept_encoding: str) -> bool:
