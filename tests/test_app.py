@@ -61,6 +61,8 @@ HOME = {
         "browser",
         "/api/v1/index.json": "the v1 documents: the index, and each model's page at "
         "/api/v1/models/{slug}.json",
+        "/api/v1/configurations.csv": "the configurations as CSV (or .parquet), filtered by "
+        "the query parameters the `configurations` filter takes",
         "/data/index.json": "each release's upstream files, byte for byte (/data/tasks/..., "
         "/data/models/...); ?release=N for an older one",
         "/healthz": "is the process alive",
