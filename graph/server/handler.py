@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from strawberry.types import ExecutionResult
 
 from db.tables import ReleaseRow
-from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault
+from graph.errors import OVERLOADED_MESSAGE, UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.server import execute as run
 from graph.server.execute import RETRY_SOON, Produced
 from graph.server.observability import name_operation, noted
@@ -83,6 +83,7 @@ class GraphQLHandler:
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
         self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
+        self.executing = 0  # requests in `execute` now: admission control (`produce`)
         self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Outcome]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -258,8 +259,15 @@ class GraphQLHandler:
         media: Media,
         client: str,
     ) -> Produced:
-        """Execute; store the answer when it has no errors."""
-        result = await self.execute(query, request, release, get, client)
+        """Execute, if fewer than `max_in_flight` requests are executing (else 503
+        OVERLOADED); store the answer when it has no errors."""
+        if self.executing >= self.settings.max_in_flight:
+            raise Refusal(503, OVERLOADED_MESSAGE, Code.OVERLOADED, RETRY_SOON)
+        self.executing += 1
+        try:
+            result = await self.execute(query, request, release, get, client)
+        finally:
+            self.executing -= 1
         answer = run.produced(result, media, self.limiter is not None)
         if answer.ok and key is not None and self.caching:
             answer.answer = Answer.of(answer.body, self.settings.compress_min_bytes)
