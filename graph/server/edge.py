@@ -39,6 +39,15 @@ asked for), the others' `{"error": {"code", "message"}}`.
   it is read (414 or 431 at once, at most one read of the socket past the limit held), and
   every refusal of its own JSON with a code, as the app's are (400 BAD_REQUEST for a request
   that is not HTTP/1.1).
+- **Slow clients** (`BoundedHttp` too), as nginx's `client_header_timeout` and
+  `client_body_timeout`: a request head not read within LEADGREEN_CLIENT_TIMEOUT_SECONDS of the
+  connection's start (or of the request's first byte, on a kept-alive connection), or a body
+  pausing longer between chunks (not while uvicorn itself has stopped reading), is answered 408
+  REQUEST_TIMEOUT and closed, or only closed when another answer is being written on the
+  connection. Past LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503
+  OVERLOADED with Retry-After at once and closed. (uvicorn's `limit_concurrency` is not used:
+  it keeps such connections open, idle ones too, and answers each request in plain text;
+  its `timeout_keep_alive`, 5 s, still closes a connection idle between requests.)
 """
 
 from __future__ import annotations
