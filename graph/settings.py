@@ -292,8 +292,8 @@ class Settings(BaseSettings, RequestLimits, Tuning):
     max_in_flight: int = Field(
         64,
         ge=1,
-        description="Most requests a process executes at once (a cached answer is not "
-        "executed); past it 503 OVERLOADED with Retry-After, so the admitted keep their latency",
+        description="Most GraphQL requests a process answers at once; past it 503 OVERLOADED "
+        "with Retry-After, so that the admitted keep their latency",
     )
     limits: str = Field(
         "standard",

@@ -593,45 +593,49 @@ async def _never(*_args: Any) -> Any:
 
 
 class Held:
-    """An `execute` that holds every request it runs until `release` is set."""
+    """An `execute` that holds every request it runs until `release` is set; `all_in` is set
+    once `admitted` of them are held."""
 
-    def __init__(self) -> None:
-        self.entered = 0
-        self.release = asyncio.Event()
+    def __init__(self, admitted: int) -> None:
+        self.admitted, self.entered = admitted, 0
+        self.all_in, self.release = asyncio.Event(), asyncio.Event()
 
     async def __call__(self, *_args: Any) -> ExecutionResult:
         self.entered += 1
+        if self.entered == self.admitted:
+            self.all_in.set()
         await self.release.wait()
         return ExecutionResult(data={"gpus": []}, errors=None)
 
 
 async def held_round(
-    client: httpx.AsyncClient, held: Held, admitted: int, more: int, accept: str = JSON
+    client: httpx.AsyncClient, held: Held, more: int, accept: str = JSON
 ) -> tuple[list[httpx.Response], list[httpx.Response]]:
-    """`admitted + more` requests at once, held in `execute`: (the `more` answered while the
-    others are held, the others' answers once released)."""
+    """`held.admitted + more` requests at once, held in `execute`: (the `more` answered while
+    the others are held, the others' answers once released)."""
     sent = [
         asyncio.create_task(
             client.post("/graphql", json={"query": GPUS}, headers={"accept": accept})
         )
-        for _ in range(admitted + more)
+        for _ in range(held.admitted + more)
     ]
     early: list[asyncio.Task[httpx.Response]] = []
     pending = set(sent)
     while len(early) < more:
         done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         early += done
-    entered, held.entered = held.entered, 0
+    await held.all_in.wait()
     held.release.set()
     late = await asyncio.gather(*pending)
+    held.entered = 0
+    held.all_in.clear()
     held.release.clear()
-    assert entered == admitted
     return [task.result() for task in early], list(late)
 
 
 def _overloaded(held: Held) -> Send:
     async def send(client: httpx.AsyncClient, accept: str) -> httpx.Response:
-        refused, _ = await held_round(client, held, 1, 1, accept)
+        refused, _ = await held_round(client, held, 1, accept)
         return refused[0]
 
     return send
@@ -650,7 +654,7 @@ class Case:
 
 HASH = {"persistedQuery": {"version": 1, "sha256Hash": "ab" * 32}}
 AWAY = "postgresql+asyncpg://postgres@127.0.0.1:9/none"
-_HELD = Held()
+_HELD = Held(1)
 # (code, the row's status) -> the case that brings it about.
 CASES: dict[tuple[str, str], Case] = {
     ("BAD_REQUEST", "400"): Case(
@@ -771,10 +775,10 @@ async def test_past_max_in_flight_requests_are_refused_at_once(
 ) -> None:
     """With `limit` requests executing, `more` arriving meanwhile are refused 503 OVERLOADED
     with Retry-After without waiting; the admitted complete, and the next is admitted."""
-    held = Held()
+    held = Held(limit)
     update = {"max_in_flight": limit, "cache": "off"}
     async with app_client(settings, execute=held, **update) as (_, client):
-        refused, admitted = await held_round(client, held, limit, more)
+        refused, admitted = await held_round(client, held, more)
         held.release.set()
         after = await client.post("/graphql", json={"query": GPUS})
     overloaded = {

@@ -60,6 +60,7 @@ class Execute(Protocol):
     ) -> Awaitable[ExecutionResult]: ...
 
 
+OVERLOADED = Refusal(503, OVERLOADED_MESSAGE, Code.OVERLOADED, RETRY_SOON)
 # A shared execution's outcome, for the requests that joined it: its answer, the exception it
 # raised, or None when it was cancelled (each of them then produces its own).
 Outcome = Produced | Exception | None
@@ -83,7 +84,9 @@ class GraphQLHandler:
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
         self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
-        self.executing = 0  # requests in `execute` now: admission control (`produce`)
+        # Requests being answered now: admission control (past `max_in_flight`, OVERLOADED).
+        # Counted from their start, as they wait for the loop too, not only in `execute`.
+        self.running = 0
         self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Outcome]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -104,6 +107,11 @@ class GraphQLHandler:
             elif name == b"content-length":
                 length = value
         media = negotiate(accept) if accept else AS_JSON
+        if self.running >= self.settings.max_in_flight:
+            status, body = OVERLOADED.answer(media)
+            await uncached(send, status, body, media.content_type, OVERLOADED.headers)
+            return
+        self.running += 1
         try:
             request: GraphQLRequest | Batch | None
             if method == "GET":
@@ -133,6 +141,8 @@ class GraphQLHandler:
         except Refusal as refusal:
             status, body = refusal.answer(media)
             await uncached(send, status, body, media.content_type, refusal.headers)
+        finally:
+            self.running -= 1
 
     async def answer(
         self,
@@ -259,15 +269,8 @@ class GraphQLHandler:
         media: Media,
         client: str,
     ) -> Produced:
-        """Execute, if fewer than `max_in_flight` requests are executing (else 503
-        OVERLOADED); store the answer when it has no errors."""
-        if self.executing >= self.settings.max_in_flight:
-            raise Refusal(503, OVERLOADED_MESSAGE, Code.OVERLOADED, RETRY_SOON)
-        self.executing += 1
-        try:
-            result = await self.execute(query, request, release, get, client)
-        finally:
-            self.executing -= 1
+        """Execute; store the answer when it has no errors."""
+        result = await self.execute(query, request, release, get, client)
         answer = run.produced(result, media, self.limiter is not None)
         if answer.ok and key is not None and self.caching:
             answer.answer = Answer.of(answer.body, self.settings.compress_min_bytes)
