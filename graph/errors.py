@@ -58,12 +58,16 @@ class Code(StrEnum):
     NO_DATA = "NO_DATA"
     # Faults: the request was fine, the service could not answer it now.
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    OVERLOADED = "OVERLOADED"  # more requests executing than the process admits at once
     STARTING = "STARTING"  # /readyz: the process is still reading its release into memory
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     INTERNAL = "INTERNAL"
 
 
 UNAVAILABLE_MESSAGE = "The database is unavailable; try again shortly."
+OVERLOADED_MESSAGE = (
+    "The server is busy with as many requests as it runs at once; try again shortly."
+)
 TIMEOUT_MESSAGE = "The request took longer than its time limit."
 # PostgreSQL's SQLSTATEs for a connection that failed, a server going away or starting up or
 # out of connections, and a database, schema or table gone from under the server (dropped or

@@ -20,7 +20,9 @@ schema):
 uvicorn and prometheus-client (graph/server/):
 
 - `HttpToolsReader`: uvicorn's httptools protocol with the parser feeding and status line that
-  graph/server/edge.py's BoundedHttp needs to read the request head itself;
+  graph/server/edge.py's BoundedHttp needs to read the request head itself, and the state it
+  needs to time a slow client out (open connections, reading paused, whether an answer can be
+  written, the request given up);
 - `add_to_histogram`: counts per bucket and their sum added to a histogram at once.
 """
 
@@ -262,6 +264,31 @@ class HttpToolsReader(HttpToolsProtocol):
         except httptools.HttpParserError:
             return False
         return True
+
+    def open_connections(self) -> int:
+        """How many connections the process's server holds open (this one included)."""
+        return len(self.connections)
+
+    def reading_paused(self) -> bool:
+        """Whether uvicorn stopped reading the socket (the app is not taking the body yet, or
+        a pipelined request waits): the client is not the one waiting then."""
+        return self.flow.read_paused
+
+    def answerable(self, reading_body: bool) -> bool:
+        """Whether an answer written now would be the connection's next response: none is
+        being written, or queued (pipelined) before it."""
+        if self.pipeline:
+            return False
+        if reading_body:
+            return self.cycle is not None and not self.cycle.response_started
+        return self.cycle is None or self.cycle.response_complete
+
+    def drop_request(self) -> None:
+        """The request being read is given up: its app is told the client has gone, and what
+        it sends is dropped."""
+        if self.cycle is not None:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
 
     @staticmethod
     def status_line(status: int) -> bytes:

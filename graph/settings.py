@@ -276,6 +276,25 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         description="Longest time a request may take, from its first byte read to its answer "
         "(504 REQUEST_TIMEOUT past it); also PostgreSQL's statement_timeout",
     )
+    client_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Longest time `leadgreen serve` waits for a request's head from its first "
+        "byte (or the connection's start), and for the next chunk of its body; past it 408 "
+        "REQUEST_TIMEOUT where an answer can be sent, and the connection is closed",
+    )
+    max_connections: int = Field(
+        1024,
+        ge=1,
+        description="Most connections a `leadgreen serve` process holds open; one more is "
+        "answered 503 OVERLOADED with Retry-After and closed",
+    )
+    max_in_flight: int = Field(
+        64,
+        ge=1,
+        description="Most GraphQL requests a process answers at once; past it 503 OVERLOADED "
+        "with Retry-After, so that the admitted keep their latency",
+    )
     limits: str = Field(
         "standard",
         description="The limits one request is held to: a profile (standard, strict or "

@@ -15,9 +15,10 @@ import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from strawberry.types import ExecutionResult
 
 from db.database import create_engine
-from graph.errors import Code, database_fault
+from graph.errors import OVERLOADED_MESSAGE, Code, database_fault
 from tests.conftest import ROOT, app_client
 
 pytestmark = pytest.mark.anyio
@@ -591,6 +592,55 @@ async def _never(*_args: Any) -> Any:
     await asyncio.Event().wait()
 
 
+class Held:
+    """An `execute` that holds every request it runs until `release` is set; `all_in` is set
+    once `admitted` of them are held."""
+
+    def __init__(self, admitted: int) -> None:
+        self.admitted, self.entered = admitted, 0
+        self.all_in, self.release = asyncio.Event(), asyncio.Event()
+
+    async def __call__(self, *_args: Any) -> ExecutionResult:
+        self.entered += 1
+        if self.entered == self.admitted:
+            self.all_in.set()
+        await self.release.wait()
+        return ExecutionResult(data={"gpus": []}, errors=None)
+
+
+async def held_round(
+    client: httpx.AsyncClient, held: Held, more: int, accept: str = JSON
+) -> tuple[list[httpx.Response], list[httpx.Response]]:
+    """`held.admitted + more` requests at once, held in `execute`: (the `more` answered while
+    the others are held, the others' answers once released)."""
+    sent = [
+        asyncio.create_task(
+            client.post("/graphql", json={"query": GPUS}, headers={"accept": accept})
+        )
+        for _ in range(held.admitted + more)
+    ]
+    early: list[asyncio.Task[httpx.Response]] = []
+    pending = set(sent)
+    while len(early) < more:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        early += done
+    await held.all_in.wait()
+    held.release.set()
+    late = await asyncio.gather(*pending)
+    held.entered = 0
+    held.all_in.clear()
+    held.release.clear()
+    return [task.result() for task in early], list(late)
+
+
+def _overloaded(held: Held) -> Send:
+    async def send(client: httpx.AsyncClient, accept: str) -> httpx.Response:
+        refused, _ = await held_round(client, held, 1, accept)
+        return refused[0]
+
+    return send
+
+
 @dataclass(frozen=True)
 class Case:
     """A request that brings a code about, and what the app answering it needs."""
@@ -604,6 +654,7 @@ class Case:
 
 HASH = {"persistedQuery": {"version": 1, "sha256Hash": "ab" * 32}}
 AWAY = "postgresql+asyncpg://postgres@127.0.0.1:9/none"
+_HELD = Held(1)
 # (code, the row's status) -> the case that brings it about.
 CASES: dict[tuple[str, str], Case] = {
     ("BAD_REQUEST", "400"): Case(
@@ -652,6 +703,9 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("NO_DATA", "200"): Case(_query("{ models { slug } }"), empty=True),
     ("DATABASE_UNAVAILABLE", "503"): Case(_query(GPUS), {"database_url": AWAY}, started=False),
+    ("OVERLOADED", "503"): Case(
+        _overloaded(_HELD), {"max_in_flight": 1, "cache": "off"}, execute=_HELD
+    ),
     ("STARTING", "503"): Case(_request("GET", "/readyz"), started=False),
     ("REQUEST_TIMEOUT", "504"): Case(_query(GPUS), {"request_timeout_seconds": 0.05}, _never),
     ("INTERNAL", "500"): Case(_query(GPUS), execute=_broken),
@@ -713,3 +767,31 @@ async def test_the_readme_table_row_by_row(
             (True, None),
             (False, None),
         ]
+
+
+@pytest.mark.parametrize(("limit", "more"), [(1, 1), (2, 3), (4, 1), (3, 6)])
+async def test_past_max_in_flight_requests_are_refused_at_once(
+    synthetic_db, settings, limit: int, more: int
+) -> None:
+    """With `limit` requests executing, `more` arriving meanwhile are refused 503 OVERLOADED
+    with Retry-After without waiting; the admitted complete, and the next is admitted."""
+    held = Held(limit)
+    update = {"max_in_flight": limit, "cache": "off"}
+    async with app_client(settings, execute=held, **update) as (_, client):
+        refused, admitted = await held_round(client, held, more)
+        held.release.set()
+        after = await client.post("/graphql", json={"query": GPUS})
+    overloaded = {
+        "errors": [
+            {
+                "message": OVERLOADED_MESSAGE,
+                "extensions": {"code": "OVERLOADED"},
+            }
+        ]
+    }
+    assert [(r.status_code, r.headers["retry-after"], r.json()) for r in refused] == [
+        (503, "1", overloaded)
+    ] * more
+    assert [(r.status_code, r.json()) for r in [*admitted, after]] == [
+        (200, {"data": {"gpus": []}})
+    ] * (limit + 1)

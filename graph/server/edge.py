@@ -39,6 +39,15 @@ asked for), the others' `{"error": {"code", "message"}}`.
   it is read (414 or 431 at once, at most one read of the socket past the limit held), and
   every refusal of its own JSON with a code, as the app's are (400 BAD_REQUEST for a request
   that is not HTTP/1.1).
+- **Slow clients** (`BoundedHttp` too), as nginx's `client_header_timeout` and
+  `client_body_timeout`: a request head not read within LEADGREEN_CLIENT_TIMEOUT_SECONDS of the
+  connection's start (or of the request's first byte, on a kept-alive connection), or a body
+  pausing longer between chunks (not while uvicorn itself has stopped reading), is answered 408
+  REQUEST_TIMEOUT and closed, or only closed when another answer is being written on the
+  connection. Past LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503
+  OVERLOADED with Retry-After at once and closed. (uvicorn's `limit_concurrency` is not used:
+  it keeps such connections open, idle ones too, and answers each request in plain text;
+  its `timeout_keep_alive`, 5 s, still closes a connection idle between requests.)
 """
 
 from __future__ import annotations
@@ -435,26 +444,85 @@ LINGER_SECONDS = 2.0
 LINGER_BYTES = 1024 * 1024
 
 
+CONNECTIONS_MESSAGE = "The server holds as many connections as it can; try again shortly."
+
+
 class Refused(Exception):
     """Raised in a parser callback: httptools stops, and the refusal is answered."""
 
 
 class BoundedHttp(HttpToolsReader):
-    """uvicorn's httptools protocol with the request head bounded (see the module)."""
+    """uvicorn's httptools protocol with the request head bounded, slow clients timed out and
+    open connections bounded (see the module)."""
 
     # Read once per process from the environment `leadgreen serve` hands its workers.
     limits: ClassVar[HeadLimits | None] = None
+    client_timeout: ClassVar[float] = 10.0
+    max_connections: ClassVar[int] = 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if BoundedHttp.limits is None:
-            BoundedHttp.limits = HeadLimits(Settings())
+            settings = Settings()
+            BoundedHttp.limits = HeadLimits(settings)
+            BoundedHttp.client_timeout = settings.client_timeout_seconds
+            BoundedHttp.max_connections = settings.max_connections
         self.head = BoundedHttp.limits
         self.max_head = self.head.max_url + self.head.max_header_bytes + HEAD_SLACK
         self.refusal: Past | None = None
         self._reading_head = True
+        self._reading_body = False
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
+        # One timer per connection, for the head being read or the body's next chunk; it is
+        # moved on when it fires early, not each time a chunk comes.
+        self._waiting: asyncio.TimerHandle | None = None
+        self._heard = 0.0  # when the head began, or the body's last chunk came
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if self.open_connections() > self.max_connections:
+            self.refusal = Past(503, Code.OVERLOADED, CONNECTIONS_MESSAGE)
+            self.logger.info("refused a connection: %d open already", self.max_connections)
+            self.answer_and_close()
+            return
+        self._wait()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        super().connection_lost(exc)
+
+    def _wait(self) -> None:
+        """Time the head (or the body) from now."""
+        self._heard = self.loop.time()
+        if self._waiting is None:
+            self._waiting = self.loop.call_at(self._heard + self.client_timeout, self._waited)
+
+    def _stop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
+
+    def _waited(self) -> None:
+        self._waiting = None
+        if self.refusal is not None or self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if self.reading_paused():  # not the client's wait: timed again from now
+            self._heard = now
+        due = self._heard + self.client_timeout
+        if now < due:  # a chunk came since the timer was set (or reading was paused)
+            self._waiting = self.loop.call_at(due, self._waited)
+            return
+        what = "body" if self._reading_body else "head"
+        self.logger.info("closed a connection whose request %s stalled", what)
+        if not self.answerable(self._reading_body):
+            self.transport.close()
+            return
+        self.drop_request()
+        message = f"The request's {what} did not come within {self.client_timeout:g} s."
+        self.refusal = Past(408, Code.REQUEST_TIMEOUT, message)
+        self.answer_and_close()
 
     def data_received(self, data: bytes) -> None:
         if self.refusal is not None:  # answered: what the client still sends is dropped
@@ -484,7 +552,9 @@ class BoundedHttp(HttpToolsReader):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._reading_head = True
+        self._reading_head, self._reading_body = True, False
+        if self._waiting is None:  # (the first request's timer runs from the connection's start)
+            self._wait()
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
 
     def on_url(self, url: bytes) -> None:
@@ -499,8 +569,18 @@ class BoundedHttp(HttpToolsReader):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._reading_head = False
+        self._reading_head, self._reading_body = False, True
+        self._heard = self.loop.time()
         super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        self._heard = self.loop.time()
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        self._reading_body = False
+        self._stop_waiting()
+        super().on_message_complete()
 
     def answer_and_close(self) -> None:
         """The answer to a request httptools cannot read (or one past the limits), as JSON
@@ -518,6 +598,7 @@ class BoundedHttp(HttpToolsReader):
             b"content-type: application/json\r\n",
             b"cache-control: no-store\r\n",
             *(b"%s: %s\r\n" % header for header in SECURITY_HEADERS),
+            *((b"retry-after: 1\r\n",) if status == 503 else ()),
             b"content-length: %d\r\n" % len(body),
             b"connection: close\r\n\r\n",
             body,

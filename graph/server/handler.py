@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 from strawberry.types import ExecutionResult
 
 from db.tables import ReleaseRow
-from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault
+from graph.errors import OVERLOADED_MESSAGE, UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.server import execute as run
 from graph.server.execute import RETRY_SOON, Produced
 from graph.server.observability import name_operation, noted
@@ -60,6 +60,7 @@ class Execute(Protocol):
     ) -> Awaitable[ExecutionResult]: ...
 
 
+OVERLOADED = Refusal(503, OVERLOADED_MESSAGE, Code.OVERLOADED, RETRY_SOON)
 # A shared execution's outcome, for the requests that joined it: its answer, the exception it
 # raised, or None when it was cancelled (each of them then produces its own).
 Outcome = Produced | Exception | None
@@ -83,6 +84,9 @@ class GraphQLHandler:
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
         self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
+        # Requests being answered now: admission control (past `max_in_flight`, OVERLOADED).
+        # Counted from their start, as they wait for the loop too, not only in `execute`.
+        self.running = 0
         self._flights: dict[tuple[bytes, bool, bool, str], asyncio.Future[Outcome]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,6 +107,11 @@ class GraphQLHandler:
             elif name == b"content-length":
                 length = value
         media = negotiate(accept) if accept else AS_JSON
+        if self.running >= self.settings.max_in_flight:
+            status, body = OVERLOADED.answer(media)
+            await uncached(send, status, body, media.content_type, OVERLOADED.headers)
+            return
+        self.running += 1
         try:
             request: GraphQLRequest | Batch | None
             if method == "GET":
@@ -132,6 +141,8 @@ class GraphQLHandler:
         except Refusal as refusal:
             status, body = refusal.answer(media)
             await uncached(send, status, body, media.content_type, refusal.headers)
+        finally:
+            self.running -= 1
 
     async def answer(
         self,

@@ -1,0 +1,162 @@
+"""Slow clients against `leadgreen serve` on 127.0.0.1 (the issue's class 2; mark `hostile`):
+a request head or body that stalls is answered 408 and closed within the client timeout, a body
+that keeps coming is not, and a process past its open connections refuses the next one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.live import serving, wait_until
+
+pytestmark = pytest.mark.hostile
+
+TIMEOUT = 1.0  # LEADGREEN_CLIENT_TIMEOUT_SECONDS of the served process
+GUARD = TIMEOUT + 5  # a read waiting longer than this fails the test
+MAX_CONNECTIONS = 4
+
+GET = b"GET /healthz HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\nX-Note: slow\r\n\r\n"
+BODY = json.dumps({"query": "{ gpus { name } }"}).encode()
+POST = (
+    b"POST /graphql HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\n\r\n" % len(BODY)
+)
+CHUNKED = (
+    b"POST /graphql HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    b"Transfer-Encoding: chunked\r\n\r\n"
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with serving(
+        tmp_path_factory.mktemp("slow"), LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
+    ) as port:
+        yield port
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with serving(
+        tmp_path_factory.mktemp("crowded"),
+        LEADGREEN_CLIENT_TIMEOUT_SECONDS="60",
+        LEADGREEN_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
+    ) as port:
+        yield port
+
+
+def connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+    sock.settimeout(GUARD)
+    return sock
+
+
+def read_to_close(sock: socket.socket) -> bytes:
+    """What the server sends until it closes; a read waiting past GUARD raises."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def status_and_code(data: bytes) -> tuple[int, dict[str, str], str]:
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, json.loads(body)["errors"][0]["extensions"]["code"]
+
+
+def read_one_answer(sock: socket.socket) -> bytes:
+    """One whole response's head (the body read by its Content-Length) on a kept-alive
+    connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    fields = dict(line.lower().split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    while len(body) < int(fields[b"content-length"]):
+        body += sock.recv(65536)
+    return head
+
+
+# Where a request stops: the head cut after so many bytes (0: nothing sent at all), the body
+# cut short, a chunked body stopping after a chunk.
+STALLS = [
+    *((f"head cut at {cut}", GET[:cut]) for cut in (0, 1, 4, 17, len(GET) // 2, len(GET) - 2)),
+    *(
+        (f"{name} field begun", GET[:-2] + field)
+        for name, field in [
+            ("a name", b"X-Lon"),
+            ("a value", b"X-Long: aaaa"),
+        ]
+    ),
+    ("body cut at 0", POST),
+    ("body cut at half", POST + BODY[: len(BODY) // 2]),
+    ("body short of one byte", POST + BODY[:-1]),
+    (
+        "chunked, after a chunk",
+        CHUNKED + b"%x\r\n%s\r\n" % (len(BODY) // 2, BODY[: len(BODY) // 2]),
+    ),
+    ("chunked, within a chunk size", CHUNKED + b"1"),
+]
+
+
+@pytest.mark.parametrize(("name", "sent"), STALLS, ids=[name for name, _ in STALLS])
+def test_a_stalled_request_is_answered_408_and_closed(served, name, sent) -> None:
+    with connect(served) as sock:
+        sock.sendall(sent)
+        status, headers, code = status_and_code(read_to_close(sock))
+    assert (status, headers["connection"], code) == (408, "close", "REQUEST_TIMEOUT")
+
+
+@pytest.mark.parametrize("cut", [1, len(GET) // 2, len(GET) - 1])
+def test_a_kept_alive_connection_stalling_in_its_next_head_is_closed(served, cut) -> None:
+    """The next request's head is timed from its first byte."""
+    with connect(served) as sock:
+        sock.sendall(GET)
+        first = read_one_answer(sock)
+        sock.sendall(GET[:cut])
+        status, _, code = status_and_code(read_to_close(sock))
+    assert (first.split(b"\r\n", 1)[0], status, code) == (
+        b"HTTP/1.1 200 OK",
+        408,
+        "REQUEST_TIMEOUT",
+    )
+
+
+@pytest.mark.parametrize("pieces", [3, 6])
+def test_a_body_that_keeps_coming_is_not_timed_out(served, pieces) -> None:
+    """Each piece within the timeout of the one before; the whole longer than it."""
+    size = -(-len(BODY) // pieces)
+    with connect(served) as sock:
+        sock.sendall(POST)
+        for start in range(0, len(BODY), size):
+            time.sleep(TIMEOUT / 2)
+            sock.sendall(BODY[start : start + size])
+        head = read_one_answer(sock)
+    assert head.split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK"
+
+
+@pytest.mark.parametrize("more", [1, 3])
+def test_past_max_connections_a_connection_is_refused_503(crowded, more) -> None:
+    with contextlib.ExitStack() as stack:
+        held = [stack.enter_context(connect(crowded)) for _ in range(MAX_CONNECTIONS)]
+        for sock in held:  # each answered once, so each is open in the server
+            sock.sendall(GET)
+            assert read_one_answer(sock).split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK"
+        refused = []
+        for _ in range(more):
+            with connect(crowded) as sock:
+                refused.append(status_and_code(read_to_close(sock)))
+    assert [(status, headers["retry-after"], code) for status, headers, code in refused] == [
+        (503, "1", "OVERLOADED")
+    ] * more
+    # The held ones closed, a connection is served again (once the refused ones have gone).
+    healthz = f"http://127.0.0.1:{crowded}/healthz"
+    assert wait_until(lambda: httpx.get(healthz).status_code == 200, GUARD, "a connection")
