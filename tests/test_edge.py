@@ -15,7 +15,11 @@ from tests.test_cache import QUERY
 
 pytestmark = pytest.mark.anyio
 
-EXPOSED = "ETag, Retry-After, X-Request-Id, X-Cache, Content-Encoding"
+EXPOSED = (
+    "ETag, Retry-After, X-Request-Id, X-Cache, Content-Encoding, X-LeadGreen-Source, "
+    "X-LeadGreen-Source-Url, X-LeadGreen-Licence, X-LeadGreen-Release, "
+    "X-LeadGreen-Upstream-Commit, X-LeadGreen-Files-Sha256"
+)
 ORIGIN = {"origin": "https://app.example"}
 PREFLIGHT = {
     **ORIGIN,

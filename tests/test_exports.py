@@ -218,6 +218,9 @@ async def test_provenance_in_headers_and_parquet_metadata(
         said
     )
     assert csv.headers["access-control-allow-origin"] == "*"
+    # A browser script may read every provenance header an export can send.
+    exposed = {h.strip().lower() for h in csv.headers["access-control-expose-headers"].split(",")}
+    assert {f"x-leadgreen-{name}" for name in PROVENANCE} <= exposed
     assert csv.headers["content-encoding"] == "gzip"
 
 

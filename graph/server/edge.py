@@ -380,10 +380,13 @@ class RequestIds:
 
 ALLOW_ORIGIN = b"access-control-allow-origin"
 # What a script may read besides the safelisted headers: the validators and the cache's word,
-# how long to wait when throttled (graph/server/ratelimit.py sends Retry-After), the request id.
+# how long to wait when throttled (graph/server/ratelimit.py sends Retry-After), the request id,
+# and the provenance an export carries (graph/server/exports.py `provenance`).
 EXPOSED = (
     b"access-control-expose-headers",
-    b"ETag, Retry-After, X-Request-Id, X-Cache, Content-Encoding",
+    b"ETag, Retry-After, X-Request-Id, X-Cache, Content-Encoding, X-LeadGreen-Source, "
+    b"X-LeadGreen-Source-Url, X-LeadGreen-Licence, X-LeadGreen-Release, "
+    b"X-LeadGreen-Upstream-Commit, X-LeadGreen-Files-Sha256",
 )
 METHODS = (b"access-control-allow-methods", b"GET, HEAD, POST")
 VARY_ORIGIN = (b"vary", b"origin")
