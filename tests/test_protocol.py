@@ -597,7 +597,13 @@ class Held:
     once `admitted` of them are held."""
 
     def __init__(self, admitted: int) -> None:
-        self.admitted, self.entered = admitted, 0
+        self.admitted = admitted
+        self.start()
+
+    def start(self) -> None:
+        """A new round: nothing held, and events of the running test's loop (a case is made
+        once and serves both databases' tests, each with its own loop)."""
+        self.entered = 0
         self.all_in, self.release = asyncio.Event(), asyncio.Event()
 
     async def __call__(self, *_args: Any) -> ExecutionResult:
@@ -613,6 +619,7 @@ async def held_round(
 ) -> tuple[list[httpx.Response], list[httpx.Response]]:
     """`held.admitted + more` requests at once, held in `execute`: (the `more` answered while
     the others are held, the others' answers once released)."""
+    held.start()
     sent = [
         asyncio.create_task(
             client.post("/graphql", json={"query": GPUS}, headers={"accept": accept})
@@ -627,9 +634,6 @@ async def held_round(
     await held.all_in.wait()
     held.release.set()
     late = await asyncio.gather(*pending)
-    held.entered = 0
-    held.all_in.clear()
-    held.release.clear()
     return [task.result() for task in early], list(late)
 
 
