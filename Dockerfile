@@ -19,6 +19,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LEADGREEN_DATABASE_URL=/data/leadgreen.db \
     LEADGREEN_RATE_LIMIT=true
 
+# git: `leadgreen follow` keeps a mirror of the upstream repository. No version pin: Debian's
+# stable updates replace a pinned version within weeks; the base image's release is the pin.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 # The locked dependencies and build backend, every file checked against its hash (scripts/lock),
 # in a layer of their own; then the project alone, built with that backend.

@@ -38,13 +38,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from graphql import get_introspection_query
 
 from bench.servers import ROOT, Server, leadgreen
+from graph.settings import Settings
 
 DATA = ROOT.parent / "shared" / "data"
 SNAPSHOT = DATA / "ml-energy-leaderboard" / "2026-02-16"
 P99_LIMIT_MS = 100.0
 CACHE_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_CACHE_MAX_BYTES = Settings.model_construct().cache_max_bytes
 PROBE = "/graphql?query=%7B%20gpus%20%7B%20name%20%7D%20%7D"  # { gpus { name } }
 PROBE_SECONDS = 0.02
 CONFIGURATION = (
@@ -100,6 +103,42 @@ def junk_variables(n: int) -> dict[str, Any]:
     return {f"v{i}": "x" * 1000 for i in range(1000)} | {"n": n}
 
 
+INTROSPECTION = get_introspection_query(descriptions=True)
+
+
+def commented(document: str, rng: random.Random, n: int) -> str:
+    """`document` with a comment naming `n` after a random line: another document to a
+    cache keyed by text, the same one to its significant tokens."""
+    lines = document.splitlines()
+    at = rng.randrange(len(lines) + 1)
+    return "\n".join([*lines[:at], f"# {n} {rng.random()}", *lines[at:]])
+
+
+def respelled(document: str, rng: random.Random, n: int) -> str:
+    """`document` with spaces and commas added between random tokens and its operation named
+    anew: the same significant tokens but for the operation's name."""
+    words = document.split(" ")
+    out = [w + rng.choice(("", " ", ",", "\t", "\n ")) for w in words]
+    return " ".join(out).replace("query Wide", f"query Wide{n}", 1)
+
+
+def default_requests(client: int) -> Any:
+    """The requests of one hostile client against a default server (no rate limiting), each
+    distinct from every other: fresh large documents, introspection with a comment of its own,
+    a large document respelled (whitespace, commas, operation name), merges at their limit
+    and documents past each limit."""
+    rng = random.Random(client)
+    n = client * 10_000_000
+    wide = wide_document(0).rsplit(" #", 1)[0]
+    while True:
+        n += 1
+        yield "fresh", "POST", "/graphql", {"query": wide_document(n)}
+        yield "introspection", "POST", "/graphql", {"query": commented(INTROSPECTION, rng, n)}
+        yield "respelled", "POST", "/graphql", {"query": respelled(wide, rng, n)}
+        yield "merges", "POST", "/graphql", {"query": merging_document(n)}
+        yield "over-limits", "POST", "/graphql", {"query": over_limits(n)}
+
+
 def attack_requests(client: int) -> Any:
     """The requests of one hostile client, each distinct, round after round."""
     n = client * 10_000_000
@@ -129,14 +168,17 @@ def attack_requests(client: int) -> Any:
         yield "url", "GET", f"/graphql?query=%7B__typename%7D&pad={n}{'x' * 8000}", None
 
 
-async def attacker(port: int, client: int, seconds: float, counts: Counter[str]) -> None:
+async def attacker(
+    port: int, client: int, seconds: float, counts: Counter[str], default: bool
+) -> None:
     headers = {"x-api-key": f"hostile-{client}"}
     limits = httpx.Limits(max_connections=1)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30, limits=limits
     ) as http:
         deadline = time.monotonic() + seconds
-        for kind, method, path, body in attack_requests(client):
+        requests = default_requests(client) if default else attack_requests(client)
+        for kind, method, path, body in requests:
             if time.monotonic() >= deadline:
                 return
             started = time.perf_counter()
@@ -156,12 +198,12 @@ async def attacker(port: int, client: int, seconds: float, counts: Counter[str])
             counts[f"{kind} slowest ms"] = max(counts[f"{kind} slowest ms"], took)
 
 
-def attack(port: int, clients: int, seconds: float, results: Any) -> None:
+def attack(port: int, clients: int, seconds: float, results: Any, default: bool) -> None:
     """The hostile clients, in a process of their own (their CPU is not the prober's)."""
 
     async def run() -> Counter[str]:
         counts: Counter[str] = Counter()
-        await asyncio.gather(*(attacker(port, c, seconds, counts) for c in range(clients)))
+        await asyncio.gather(*(attacker(port, c, seconds, counts, default) for c in range(clients)))
         return counts
 
     results.put(dict(asyncio.run(run())))
@@ -209,15 +251,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         snapshot = synthetic.write(workdir / "snapshot", synthetic.documents())
     keys = ",".join(["prober", *(f"hostile-{c}" for c in range(args.clients))])
-    server = leadgreen(
-        "hostile",
-        str(workdir / "hostile.db"),
-        snapshot,
-        LEADGREEN_RATE_LIMIT="true",
-        LEADGREEN_API_KEYS=keys,
-        LEADGREEN_CACHE_MAX_BYTES=str(CACHE_MAX_BYTES),
-        LEADGREEN_METRICS="false",
+    env = (
+        {}
+        if args.default
+        else {
+            "LEADGREEN_RATE_LIMIT": "true",
+            "LEADGREEN_API_KEYS": keys,
+            "LEADGREEN_CACHE_MAX_BYTES": str(CACHE_MAX_BYTES),
+            "LEADGREEN_METRICS": "false",
+        }
     )
+    server = leadgreen("hostile", str(workdir / "hostile.db"), snapshot, **env)
     server.start(workdir)
     try:
         server.wait_until_answering(f"GET {PROBE}", timeout=300)
@@ -225,7 +269,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         baseline = server.rss_mb()
         results: Any = multiprocessing.get_context("spawn").Queue()
         hostile = multiprocessing.get_context("spawn").Process(
-            target=attack, args=(server.port, args.clients, args.seconds, results)
+            target=attack, args=(server.port, args.clients, args.seconds, results, args.default)
         )
         hostile.start()
         rss: list[float] = []
@@ -236,8 +280,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         after = server.rss_mb()
     finally:
         server.stop()
-    budget = baseline + CACHE_MAX_BYTES / 2**20
+    budget = baseline + (DEFAULT_CACHE_MAX_BYTES if args.default else CACHE_MAX_BYTES) / 2**20
     return {
+        "mode": "default server" if args.default else "rate limited",
         "seconds": args.seconds,
         "clients": args.clients,
         "data": "real (2026-02-16)" if args.real and SNAPSHOT.exists() else "synthetic",
@@ -246,6 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "probes": len(latencies),
         "probe_ms": {
             "warm_p50": round(statistics.median(warm), 2),
+            "warm_p99": round(percentile(warm, 0.99), 2),
             "p50": round(percentile(latencies, 0.5), 2),
             "p90": round(percentile(latencies, 0.9), 2),
             "p99": round(percentile(latencies, 0.99), 2),
@@ -280,6 +326,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--cooldown", type=float, default=5.0)
     parser.add_argument("--real", action="store_true", help="the real snapshot, if present")
+    parser.add_argument(
+        "--default",
+        action="store_true",
+        help="a server with every setting at its default (rate limiting off) and the "
+        "new-document classes (fresh, introspection, respelled)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     if args.quick:

@@ -22,8 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from bench.scale import write_scaled
 from bench.scale_run import LEADERBOARD, PLAN, Leadgreen
@@ -32,9 +34,10 @@ from bench.servers import ROOT
 SNAPSHOT = ROOT.parent / "shared" / "data" / "ml-energy-leaderboard" / "2026-02-16"
 
 
-async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict[str, float]:
-    """The median seconds of each question, `asks` asks each in turn after one of each; then
-    `asks` plans under `profile`, when given."""
+async def in_process(url: str, **settings: Any) -> tuple[Any, Callable[[], Any], Any]:
+    """The schema over the database at `url`, a function making each request's context as the
+    HTTP handler makes it (the latest release given, the catalogs shared), and the database
+    engine to dispose of. Imported here, so that `--code` can choose the packages."""
     from db.database import create_engine, sessionmaker
     from db.reads import latest_release
     from graph.schema import build_schema
@@ -44,22 +47,29 @@ async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict
 
     engine = create_engine(url)
     make_session = sessionmaker(engine)
-    schema, settings, catalogs = (
-        build_schema(),
-        Settings(database_url=url, manifest=None),
-        Catalogs(),
-    )
+    schema, chosen, catalogs = build_schema(), Settings(database_url=url, **settings), Catalogs()
     async with make_session() as session:
         release = await latest_release(session)
 
-    async def ask(query: str) -> float:
-        context = Context(
+    def new_context() -> Any:
+        return Context(
             session=None,
             sessions=make_session,
-            settings=settings,
+            settings=chosen,
             _release=release,
             catalogs=catalogs,
         )
+
+    return schema, new_context, engine
+
+
+async def measure(url: str, asks: int, profile: cProfile.Profile | None) -> dict[str, float]:
+    """The median seconds of each question, `asks` asks each in turn after one of each; then
+    `asks` plans under `profile`, when given."""
+    schema, new_context, engine = await in_process(url, manifest=None)
+
+    async def ask(query: str) -> float:
+        context = new_context()
         started = time.perf_counter()
         result = await schema.execute(query, context_value=context)
         seconds = time.perf_counter() - started

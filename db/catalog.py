@@ -7,6 +7,9 @@ these rows: no SQL on the request path. A new ingest is a new release, and so a 
 
 from __future__ import annotations
 
+import gc
+import logging
+from array import array
 from collections import defaultdict
 from collections.abc import (
     Callable,
@@ -21,13 +24,17 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
+import lz4.frame
+import orjson
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis.pareto import pareto_optimal_within, scope_key
 from db import reads
 from db.kinds import KINDS, LLM, Kind, kind_of, kind_of_row
-from db.rows import Row
+from db.rows import Row, columns
 from db.tables import (
+    CatalogRow,
     GpuRow,
     ModelRow,
     ModelTaskRow,
@@ -37,6 +44,7 @@ from db.tables import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("leadgreen")
 
 
 @dataclass(frozen=True)
@@ -256,10 +264,18 @@ class NoSuchRelease(LookupError):
 
 
 async def load_catalog(session: AsyncSession, release_id: int) -> Catalog:
-    """Read a release's rows (one statement per table); raises NoSuchRelease for an unknown id."""
+    """Read a release's rows: its configurations from its stored catalog (one read) when it
+    has one that reads back, else one statement per table; the rest one statement per table.
+    Raises NoSuchRelease for an unknown id."""
     release = await reads.release(session, release_id=release_id)
     if release is None:
         raise NoSuchRelease(release_id)
+    rows = await stored_rows(session, release_id)
+    if rows is None:
+        rows = {
+            kind: await reads.all_configurations(session, release_id=release_id, kind=kind)
+            for kind in KINDS
+        }
     return Catalog(
         release=release,
         source=await reads.source(session, release_id=release_id),
@@ -267,8 +283,143 @@ async def load_catalog(session: AsyncSession, release_id: int) -> Catalog:
         models=await reads.models(session, release_id=release_id),
         gpus=await reads.gpus(session),
         model_tasks=await reads.model_tasks(session, release_id=release_id),
-        rows={
-            kind: await reads.all_configurations(session, release_id=release_id, kind=kind)
-            for kind in KINDS
-        },
+        rows=rows,
     )
+
+
+# --- The stored catalog ----------------------------------------------------------------------
+
+# The layout of a stored catalog (db.tables.CatalogRow.format), an LZ4 frame of: the length
+# of a JSON head (4 bytes, little-endian), the head, then each column's values as the head says.
+# The head: {kind's name: {"rows": n, "columns": [[name, encoding, bytes], ...]}}, the columns
+# of each kind's row type in order, each kind's after the one before. A column is encoded as
+# "f8" (every value a float: doubles), "i8" (every value an int: 64-bit integers), "shared" (a
+# few distinct strings, or None: a JSON list of them, then a 32-bit index per row, -1 for
+# None) or "json" (a JSON list of the values: `extra` as its value). A reader that finds another
+# format, or columns that are not its row type's, reads the release row by row instead.
+CATALOG_FORMAT = 1
+_ARRAYS = {"f8": "d", "i8": "q"}
+
+
+def pack(rows: Mapping[Kind, Sequence[Row]]) -> bytes:
+    """Each kind's rows as a stored catalog's data."""
+    head: dict[str, Any] = {}
+    parts: list[bytes] = []
+    for kind in KINDS:
+        kept = rows.get(kind, ())
+        described = []
+        for name in columns(kind.row_type):
+            encoding, data = _encoded([getattr(row, name) for row in kept])
+            described.append([name, encoding, len(data)])
+            parts.append(data)
+        head[kind.name] = {"rows": len(kept), "columns": described}
+    encoded_head = orjson.dumps(head)
+    framed = [len(encoded_head).to_bytes(4, "little"), encoded_head, *parts]
+    packed: bytes = lz4.frame.compress(b"".join(framed))
+    return packed
+
+
+def _encoded(values: list[Any]) -> tuple[str, bytes]:
+    """A column's encoding and bytes (see CATALOG_FORMAT)."""
+    if values and all(type(v) is float for v in values):
+        return "f8", array("d", values).tobytes()
+    if values and all(type(v) is int and -(2**63) <= v < 2**63 for v in values):
+        return "i8", array("q", values).tobytes()
+    if all(v is None or type(v) is str for v in values):
+        distinct = list(dict.fromkeys(v for v in values if v is not None))
+        if len(distinct) * 4 < len(values):
+            index = {text: i for i, text in enumerate(distinct)}
+            numbers = array("i", [-1 if v is None else index[v] for v in values])
+            table = orjson.dumps(distinct)
+            return "shared", len(table).to_bytes(4, "little") + table + numbers.tobytes()
+    return "json", orjson.dumps(values)
+
+
+def _decoded(encoding: str, data: bytes, count: int) -> list[Any]:
+    if encoding in _ARRAYS:
+        numbers = array(_ARRAYS[encoding])
+        numbers.frombytes(data)
+        decoded: list[Any] = numbers.tolist()
+    elif encoding == "shared":
+        size = int.from_bytes(data[:4], "little")
+        table = [*orjson.loads(data[4 : 4 + size]), None]  # (index -1: None)
+        indexes = array("i")
+        indexes.frombytes(data[4 + size :])
+        decoded = [table[i] for i in indexes]
+    elif encoding == "json":
+        decoded = orjson.loads(data)
+    else:
+        raise ValueError(f"encoding {encoding!r}")
+    if len(decoded) != count:
+        raise ValueError(f"{len(decoded)} values for {count} rows")
+    return decoded
+
+
+def unpack(data: bytes) -> dict[Kind, list[Row]]:
+    """The rows of a stored catalog's data; ValueError when it is not what `pack` makes for
+    this code's kinds and rows."""
+    # The collector paused: the rows hold no cycles, and its passes over the objects made so
+    # far would be some two fifths of the time.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _unpacked(memoryview(lz4.frame.decompress(data)))
+    except (RuntimeError, ValueError, TypeError, LookupError, AttributeError) as exc:
+        # (lz4 raises RuntimeError; orjson and array ValueError; a wrong head LookupError)
+        raise ValueError(f"not a stored catalog of this code's rows: {exc!r}") from None
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _unpacked(data: memoryview) -> dict[Kind, list[Row]]:
+    size = int.from_bytes(data[:4], "little")
+    head, at = orjson.loads(data[4 : 4 + size]), 4 + size
+    if set(head) != {kind.name for kind in KINDS}:
+        raise ValueError(f"kinds {sorted(head)}")
+    found: dict[Kind, list[Row]] = {}
+    for kind in KINDS:
+        part, names = head[kind.name], columns(kind.row_type)
+        if [name for name, _, _ in part["columns"]] != names:
+            raise ValueError(f"other {kind.name} columns")
+        values = []
+        for _name, encoding, length in part["columns"]:
+            values.append(_decoded(encoding, bytes(data[at : at + length]), part["rows"]))
+            at += length
+        # Each row made of its column values in one call; the strings of SHARED columns are
+        # one object per distinct text ("shared" columns), as db.rows.RowMaker makes them.
+        found[kind] = list(map(kind.row_type, *values)) if names and part["rows"] else []
+    if at != len(data):
+        raise ValueError(f"{len(data) - at} bytes past the columns")
+    return found
+
+
+async def store_catalog(session: AsyncSession, release_id: int) -> None:
+    """Store the release's catalog (its configurations read back as a server reads them),
+    in the session's transaction: what `load_catalog` reads whole afterwards."""
+    rows = {
+        kind: await reads.all_configurations(session, release_id=release_id, kind=kind)
+        for kind in KINDS
+    }
+    session.add(CatalogRow(release_id=release_id, format=CATALOG_FORMAT, data=pack(rows)))
+    await session.flush()
+
+
+async def stored_rows(session: AsyncSession, release_id: int) -> dict[Kind, list[Row]] | None:
+    """The release's configurations from its stored catalog; None when it has none of this
+    format (releases ingested before it was stored), or one that does not read back (logged:
+    the release is then read row by row)."""
+    data = await session.scalar(
+        select(CatalogRow.data).where(
+            CatalogRow.release_id == release_id, CatalogRow.format == CATALOG_FORMAT
+        )
+    )
+    if data is None:
+        return None
+    try:
+        return unpack(data)
+    except ValueError as exc:
+        log.warning(
+            "release %d: its stored catalog is not read (%s); reading its rows", release_id, exc
+        )
+        return None

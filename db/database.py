@@ -4,13 +4,9 @@ their tables."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.autogenerate import compare_metadata
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -20,6 +16,9 @@ from sqlalchemy.ext.asyncio import (
 )
 
 from db.tables import metadata
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 SQLITE_DRIVER = "sqlite+aiosqlite"
 POSTGRES_DRIVER = "postgresql+asyncpg"
@@ -96,19 +95,48 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
     return config
 
 
+# The newest revision: each migration's file is named by its revision and a few words
+# (tests/test_migrations.py checks that this is Alembic's head).
+HEAD = max(path.name.split("_", 1)[0] for path in (MIGRATIONS / "versions").glob("[0-9]*_*.py"))
+
+
 async def create_tables(engine: AsyncEngine) -> None:
-    """Bring the database's tables to the current revision (Alembic), creating them if new."""
+    """Bring the database's tables to the current revision (Alembic), creating them if new.
+
+    A database at the newest revision already (every start of a server after the first) is
+    left as it is without Alembic (nor its import): one look at its version."""
     async with engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), "head"))
+        if await conn.run_sync(at_head):
+            return
+        await conn.run_sync(_upgrade)
+
+
+def at_head(connection: Connection) -> bool:
+    """Whether the database's tables are at the newest revision."""
+    if not inspect(connection).has_table("alembic_version"):
+        return False
+    found = connection.exec_driver_sql("SELECT version_num FROM alembic_version").all()
+    return [tuple(row) for row in found] == [(HEAD,)]
+
+
+def _upgrade(connection: Connection) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(connection), "head")
 
 
 def schema_drift(connection: Connection) -> list[Any]:
     """Differences between the migrated database and `db.tables` (empty when they agree)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
     context = MigrationContext.configure(connection)
     return list(compare_metadata(context, metadata))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,6 +34,12 @@ _COMMIT_IN_URL = re.compile(r"raw\.githubusercontent\.com/[^/]+/[^/]+/([0-9a-f]{
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_FILES = 100_000
 _SAFE_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Connections to a URL's server at once.
+CONNECTIONS = 8
+# What a conditional request sends, as a request's headers: If-None-Match (the ETag answered
+# last), If-Modified-Since (its Last-Modified).
+Validators = Mapping[str, str]
+_VALIDATORS = (("etag", "If-None-Match"), ("last-modified", "If-Modified-Since"))
 
 
 @dataclass
@@ -87,7 +93,8 @@ INLINE_READ_BYTES = 256 * 1024
 
 class Fetcher:
     """Fetches snapshot files by their path relative to the snapshot's root; a remote file is
-    tried `attempts` times, `sleep` waiting out the backoff between two (tests record it)."""
+    tried `attempts` times, `sleep` waiting out the backoff between two (tests record it). The
+    validators each remote file was answered with are kept in `validators`, by path."""
 
     def __init__(
         self,
@@ -105,13 +112,14 @@ class Fetcher:
         self.max_file_bytes, self._sleep = max_file_bytes, sleep
         self._client: httpx.AsyncClient | None = None
         self._root = None if self.remote else Path(self.location).resolve()
+        self.validators: dict[str, Validators] = {}
 
     async def __aenter__(self) -> Fetcher:
         if self.remote:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout),
                 follow_redirects=True,
-                limits=httpx.Limits(max_connections=8),
+                limits=httpx.Limits(max_connections=CONNECTIONS),
             )
         elif self._root is None or not self._root.is_dir():
             raise IngestError(self.location, "no such directory")
@@ -123,8 +131,17 @@ class Fetcher:
 
     async def read(self, path: str) -> bytes:
         """A file's bytes, as published."""
+        body = await self.read_if_changed(path, {})
+        assert body is not None  # (asked unconditionally)
+        return body
+
+    async def read_if_changed(self, path: str, asked: Validators) -> bytes | None:
+        """A file's bytes, or None when the server answers 304 Not Modified to the request
+        conditional on `asked` (the validators of an earlier answer); a local file is read."""
         checked_path(path)
-        return await (self._get_remote(path) if self.remote else self._get_local(path))
+        if not self.remote:
+            return await self._get_local(path)
+        return await self._get_remote(path, asked)
 
     async def get(self, path: str) -> Fetched:
         raw = await self.read(path)
@@ -172,7 +189,7 @@ class Fetcher:
         except OSError as exc:
             raise IngestError(path, f"cannot read: {exc.strerror}") from exc
 
-    async def _get_remote(self, path: str) -> bytes:
+    async def _get_remote(self, path: str, asked: Validators) -> bytes | None:
         assert self._client is not None, "use the Fetcher as an async context manager"
         url = f"{self.location}/{path}"
         retrying = AsyncRetrying(
@@ -185,7 +202,7 @@ class Fetcher:
         try:
             async for attempt in retrying:
                 with attempt:
-                    return await self._download(url, path)
+                    return await self._download(url, path, asked)
         except httpx.HTTPStatusError as exc:
             status = exc.response.status_code
             raise IngestError(path, f"HTTP {status} from {url}") from exc
@@ -195,10 +212,18 @@ class Fetcher:
             ) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _download(self, url: str, path: str) -> bytes:
-        """The body, read no further than the size limit."""
+    async def _download(self, url: str, path: str, asked: Validators) -> bytes | None:
+        """The body, read no further than the size limit (None: 304 to a conditional request)."""
         assert self._client is not None
-        async with self._client.stream("GET", url) as response:
+        async with self._client.stream("GET", url, headers=asked) as response:
+            answered = {
+                name: response.headers[header]
+                for header, name in _VALIDATORS
+                if header in response.headers
+            }
+            if response.status_code == 304 and asked:
+                self.validators[path] = answered or asked
+                return None
             response.raise_for_status()
             chunks, size = [], 0
             async for chunk in response.aiter_bytes():
@@ -206,6 +231,7 @@ class Fetcher:
                 if size > self.max_file_bytes:
                     raise IngestError(path, f"larger than the limit of {self.max_file_bytes} bytes")
                 chunks.append(chunk)
+            self.validators[path] = answered
             return b"".join(chunks)
 
 

@@ -42,7 +42,8 @@ def _git_command(git_dir: Path, *args: str) -> list[str]:
     return ["git", f"--git-dir={where}", "--literal-pathspecs", "-c", "protocol.allow=never", *args]
 
 
-def _env() -> dict[str, str]:
+def git_environment() -> dict[str, str]:
+    """The environment of every git command: none of the caller's GIT_* variables, no prompt."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env |= {"GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1"}
     return env | {"LC_ALL": "C"}
@@ -57,7 +58,7 @@ def _git(git_dir: Path, *args: str, where: str | None = None) -> bytes:
             _git_command(git_dir, *args),
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            env=_env(),
+            env=git_environment(),
             check=False,
         )
     except FileNotFoundError as exc:
@@ -207,7 +208,7 @@ class GitFetcher:
                     stdin=asyncio.subprocess.PIPE,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.DEVNULL,
-                    env=_env(),
+                    env=git_environment(),
                 )
             except FileNotFoundError as exc:
                 raise IngestError(self.location, "git is not installed (no `git` on PATH)") from exc
@@ -251,10 +252,23 @@ async def ingest_history(
     commits = data_commits(git_dir)
     for n, commit in enumerate(commits, start=1):
         progress(n, len(commits), commit)
-        async with GitFetcher(git_dir, commit.sha) as fetcher:
-            snapshot = await load_snapshot(fetcher.location, source=fetcher)
-        origin = Origin(commit=commit.sha, date=commit.date, subject=commit.subject)
-        async with make_session() as session:
-            yield await ingest(
-                session, snapshot, manifest, manifest_raw, manifest_name, origin=origin
-            )
+        yield await ingest_commit(
+            make_session, git_dir, commit, manifest, manifest_raw, manifest_name
+        )
+
+
+async def ingest_commit(
+    make_session: async_sessionmaker[AsyncSession],
+    git_dir: Path,
+    commit: Commit,
+    manifest: Manifest | None = None,
+    manifest_raw: bytes | None = None,
+    manifest_name: str = "manifest",
+) -> IngestReport:
+    """One commit's `public/data` as a release (in one transaction), with the commit's id, date
+    and subject as its provenance."""
+    async with GitFetcher(git_dir, commit.sha) as fetcher:
+        snapshot = await load_snapshot(fetcher.location, source=fetcher)
+    origin = Origin(commit=commit.sha, date=commit.date, subject=commit.subject)
+    async with make_session() as session:
+        return await ingest(session, snapshot, manifest, manifest_raw, manifest_name, origin=origin)

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from analysis import identities
 from db.bulk import writing
+from db.catalog import store_catalog
 from db.files import store_files
 from db.layout import dumped
 from db.provenance import (
@@ -139,6 +140,7 @@ async def ingest(
             await _same_data(session, release, await content)
             report.same_data_as = release.same_data_as
             await record_changes(session, release)
+            await store_catalog(session, release.id)  # what a server reads whole (db.catalog)
         finally:
             content.cancel()  # when the release was not written whole: its digest is not needed
             await asyncio.gather(content, return_exceptions=True)

@@ -38,9 +38,15 @@ class Spool(Mapping[str, bytes]):
     def add(self, path: str, data: bytes) -> None:
         """Keep `data` as the file at `path` (a path kept before is replaced)."""
         view, offset = memoryview(data), self._end
-        while view:
-            written = os.pwrite(self._fd, view, offset)
-            view, offset = view[written:], offset + written
+        try:
+            while view:
+                written = os.pwrite(self._fd, view, offset)
+                view, offset = view[written:], offset + written
+        except OSError as exc:  # a full disk: say which file, and where the spool is
+            where = f"{path} ({len(data)} bytes) to the spool, a temporary file in "
+            raise OSError(
+                exc.errno, f"{exc.strerror}: writing {where}{tempfile.gettempdir()}"
+            ) from exc
         self._entries[path] = Entry(self._end, len(data), hashlib.sha256(data).hexdigest())
         self._end += len(data)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import logging
 import os
 import shutil
 import sys
@@ -23,6 +25,7 @@ from db import reads
 from db.database import create_engine, create_tables, normalize_url, sessionmaker
 from db.errors import IngestError
 from db.files import ExportError, release_files, write_files
+from db.follow import FAILURES, FilesFollower, GitFollower, Round, Target, exclusive, redacted
 from db.history import Commit, ingest_history
 from db.ingest import IngestReport, ingest
 from db.snapshot import load_manifest, load_snapshot
@@ -110,9 +113,14 @@ def _report(report: IngestReport, *, err: bool = False) -> None:
         click.echo(f"warning: {warning}", err=True)
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def _fail(exc: Exception) -> None:
     if isinstance(exc, IngestError):
         message = f"ingest failed: {exc}"
+    elif isinstance(exc, OSError) and exc.errno in DISK_FULL:  # what and where (db/spool.py)
+        message = str(exc)
     else:
         message = f"database error: {type(exc).__name__}: {str(exc).splitlines()[0]}"
     click.echo(
@@ -168,6 +176,170 @@ def ingest_command(
             write_ingest_metrics(metrics_file)
     assert report is not None
     _report(report)
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "leadgreen" / "follow"
+
+
+async def run_follow(
+    settings: Settings,
+    source: str | None,
+    files: str | None,
+    cache: Path,
+    interval: float,
+    *,
+    once: bool,
+    metrics_file: Path | None = None,
+    stop: asyncio.Event | None = None,
+) -> str:
+    """Follow rounds every `interval` seconds (one with `once`) until `stop` is set; each round
+    logged (a JSON line) and counted; the last round's outcome."""
+    from graph.server.observability import record_follow, write_follow_metrics
+
+    log = logging.getLogger("leadgreen.follow")
+    stop = stop or asyncio.Event()
+    manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)
+    engine = create_engine(settings.database_url)
+    target = Target(engine, manifest, raw, str(settings.manifest))
+    follower: GitFollower | FilesFollower
+    if source is not None:
+        follower = GitFollower(target, source, cache)
+    else:
+        assert files is not None
+        follower = FilesFollower(target, files)
+    where = redacted(source or files or "")
+    migrated = False
+    try:
+        while True:
+            started = time.perf_counter()
+            result = Round()
+            try:
+                if not migrated:  # one follower at a time: migrations run once
+                    async with exclusive(engine):
+                        await create_tables(engine)
+                    migrated = True
+                result = await follower.round()
+            except FAILURES as exc:
+                result.error = exc
+            _log_round(log, where, result, time.perf_counter() - started)
+            written = sum(not r.unchanged for r in result.reports)
+            record_follow(result.outcome, written, time.time())
+            if metrics_file is not None:
+                write_follow_metrics(metrics_file)
+            if once or stop.is_set():
+                return result.outcome
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
+            if stop.is_set():
+                return result.outcome
+    finally:
+        await engine.dispose()
+
+
+def _log_round(log: logging.Logger, source: str, result: Round, seconds: float) -> None:
+    """One JSON line per round (and one per commit whose files were refused): what happened,
+    to what, and why it failed."""
+    for commit, why in result.refused.items():
+        log.warning(
+            "follow: a commit's files were refused; it is not served",
+            extra={"source": source, "commit": commit, "error": why},
+        )
+    commits: list[str | None] = [*result.commits] or [None] * len(result.reports)
+    releases = [
+        {"release": r.release_id, "commit": c, "unchanged": r.unchanged}
+        for r, c in zip(result.reports, commits, strict=True)
+    ]
+    fields: dict[str, Any] = {"outcome": result.outcome, "source": source, "releases": releases}
+    fields["seconds"] = round(seconds, 3)
+    if result.error is not None:
+        error = result.error
+        fields["error"] = redacted(str(error) if isinstance(error, IngestError) else repr(error))
+    if result.outcome == "failed":  # (refused files alone fail a round too, and are said above)
+        log.warning("follow: the round failed; the data served is as it was", extra=fields)
+    else:
+        log.info(f"follow: {result.outcome}", extra=fields)
+
+
+@main.command()
+@click.argument("source", required=False)
+@click.option(
+    "--files",
+    help="Instead of SOURCE: an http(s) base URL of the files in the upstream layout, whose "
+    "index.json is polled with conditional requests (ETag, Last-Modified).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds between two rounds.",
+)
+@click.option("--once", is_flag=True, help="One round, then exit (1 if it failed): for a CronJob.")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the mirror of SOURCE is kept [default: $XDG_CACHE_HOME/leadgreen/follow]",
+)
+@manifest_option
+@database_option
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    help="Serve the follower's metrics at http://HOST:PORT/metrics.",
+)
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--metrics-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the follower's metrics there after each round (Prometheus text format).",
+)
+def follow(
+    source: str | None,
+    files: str | None,
+    interval: float,
+    once: bool,
+    cache_dir: Path | None,
+    manifest: Path | None,
+    database_url: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    metrics_file: Path | None,
+) -> None:
+    """Keep the database up to date with the upstream data: every --interval, fetch SOURCE (a
+    git repository's URL or path, mirrored in --cache-dir) and ingest each data commit no
+    release holds yet, oldest first, once, whatever other followers run beside; or poll --files.
+    A failed round is logged and counted, and leaves the data served as it was."""
+    import logging.config
+    import signal
+
+    from graph.server.observability import logging_config, serve_follow_metrics
+
+    if (source is None) == (files is None):
+        raise click.UsageError("give SOURCE (a git repository) or --files URL, one of them")
+    settings = _settings(manifest=manifest, database_url=database_url)
+    logging.config.dictConfig(logging_config(settings.log_level))
+    if metrics_port is not None:
+        serve_follow_metrics(metrics_host, metrics_port)
+
+    async def run() -> str:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await run_follow(
+            settings,
+            source,
+            files,
+            cache_dir or _cache_dir(),
+            interval,
+            once=once,
+            metrics_file=metrics_file,
+            stop=stop,
+        )
+
+    outcome = asyncio.run(run())
+    sys.exit(1 if once and outcome == "failed" else 0)
 
 
 @main.command()

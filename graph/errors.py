@@ -21,6 +21,13 @@ class BadInput(ApiError):
     code = "BAD_USER_INPUT"
 
 
+class BadRepresentation(ApiError):
+    """A federation representation (`_entities`) that names no entity of this subgraph by
+    one of its keys."""
+
+    code = "BAD_REPRESENTATION"
+
+
 class NoData(ApiError):
     """The database holds no release yet."""
 
@@ -42,6 +49,11 @@ class Code(StrEnum):
     # Validation's own errors (an unknown field, a wrong argument type, ...).
     GRAPHQL_VALIDATION_FAILED = "GRAPHQL_VALIDATION_FAILED"
     THROTTLED = "THROTTLED"
+    # Partner keys (graph/server/partners.py): a key not configured, a document a trusted-only
+    # key may not send, a query past the largest cost the key's tier allows per request.
+    UNKNOWN_API_KEY = "UNKNOWN_API_KEY"
+    DOCUMENT_NOT_TRUSTED = "DOCUMENT_NOT_TRUSTED"
+    KEY_MAX_COST_EXCEEDED = "KEY_MAX_COST_EXCEEDED"
     # The HTTP layer's (graph/http): the request is not a GraphQL request it can run.
     BAD_REQUEST = "BAD_REQUEST"
     BAD_USER_INPUT = "BAD_USER_INPUT"
@@ -56,9 +68,22 @@ class Code(StrEnum):
     PERSISTED_QUERY_NOT_SUPPORTED = "PERSISTED_QUERY_NOT_SUPPORTED"
     NOT_FOUND = "NOT_FOUND"
     NO_DATA = "NO_DATA"
+    BAD_REPRESENTATION = "BAD_REPRESENTATION"  # `_entities`: not a representation of an entity
     # Faults: the request was fine, the service could not answer it now.
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    # A subscription past the bounds of its client or of the process (graph.server.subscriptions).
+    TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
+    # GraphQL over SSE's single connection mode: a request naming no reservation, one no
+    # reservation has (never made, expired, its stream ended), a second stream of one, an
+    # operation without its id, an id in use.
+    STREAM_TOKEN_REQUIRED = "STREAM_TOKEN_REQUIRED"
+    STREAM_NOT_FOUND = "STREAM_NOT_FOUND"
+    STREAM_ALREADY_OPEN = "STREAM_ALREADY_OPEN"
+    OPERATION_ID_REQUIRED = "OPERATION_ID_REQUIRED"
+    OPERATION_ID_IN_USE = "OPERATION_ID_IN_USE"
     OVERLOADED = "OVERLOADED"  # more requests executing than the process admits at once
+    # More new documents in preparation than the process takes on at once (for this client)
+    PREPARATION_BUSY = "PREPARATION_BUSY"
     STARTING = "STARTING"  # /readyz: the process is still reading its release into memory
     REQUEST_TIMEOUT = "REQUEST_TIMEOUT"
     INTERNAL = "INTERNAL"
@@ -128,6 +153,17 @@ def throttled(
         Code.THROTTLED,
         cost=cost,
         retryAfter=math.ceil(retry_after * 10) / 10,
+    )
+
+
+def key_max_cost_exceeded(cost: int, max_cost: int, tier: str) -> GraphQLError:
+    """KEY_MAX_COST_EXCEEDED: the query costs more than the API key's tier allows a request."""
+    return refusal(
+        f"The query costs {cost}, more than the limit of {max_cost} of this API key's tier "
+        f"({tier}).",
+        Code.KEY_MAX_COST_EXCEEDED,
+        cost=cost,
+        maxCost=max_cost,
     )
 
 

@@ -28,6 +28,7 @@ uvicorn and prometheus-client (graph/server/):
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -63,6 +64,7 @@ __all__ = [
     "plain_attribute",
     "resolve_info",
     "resolver",
+    "set_field_directives",
 ]
 
 # strawberry's validation rules beyond graphql-core's specified ones.
@@ -90,6 +92,20 @@ def plain_attribute(field: GraphQLField) -> str | None:
     ):
         return None
     return definition.python_name
+
+
+def set_field_directives(
+    schema: Any, type_name: str, field_name: str, directives: Sequence[object]
+) -> None:
+    """Add these schema directives to a built schema's field: strawberry prints a field's
+    directives from its definition, which an object type shares with its interfaces' fields
+    and with every schema built from the same types, so the field gets a copy of its own."""
+    field = core_schema(schema).get_type(type_name).fields[field_name]  # type: ignore[union-attr]
+    definition = field.extensions.get("strawberry-definition")
+    if isinstance(definition, StrawberryField):
+        own = copy.copy(definition)
+        own.directives = [*definition.directives, *directives]
+        field.extensions = {**field.extensions, "strawberry-definition": own}
 
 
 # Argument types strawberry hands to a resolver as graphql-core coerced them.

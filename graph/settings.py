@@ -295,6 +295,35 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         description="Most GraphQL requests a process answers at once; past it 503 OVERLOADED "
         "with Retry-After, so that the admitted keep their latency",
     )
+    max_subscriptions: int = Field(
+        1000,
+        ge=0,
+        description="Most subscriptions a process holds open at once (over SSE and WebSocket); "
+        "one more is refused TOO_MANY_SUBSCRIPTIONS",
+    )
+    max_subscriptions_per_client: int = Field(
+        5,
+        ge=0,
+        description="Most subscriptions one client (its API key, else its address) holds open "
+        "in a process; one more is refused TOO_MANY_SUBSCRIPTIONS",
+    )
+    subscription_heartbeat_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="Interval of a subscription's heartbeat: an SSE comment, a WebSocket ping "
+        "(below a proxy's read timeout: nginx's is 15 s in deploy/nginx.conf)",
+    )
+    subscription_init_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="Time a WebSocket has to send `connection_init`; past it, closed 4408",
+    )
+    subscription_idle_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="A WebSocket running no subscription, and heard nothing from, this long "
+        "is closed (1000); an SSE stream is its subscription and stays open",
+    )
     limits: str = Field(
         "standard",
         description="The limits one request is held to: a profile (standard, strict or "
@@ -305,6 +334,12 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         default_factory=list,
         description="Comma-separated API keys: a request whose X-API-Key is one of them pays "
         "from the key's bucket, any other from its address's",
+    )
+    partner_keys_file: Path | None = Field(
+        None,
+        description="A TOML file of partner keys (their SHA-256) and their tiers: bucket, "
+        "largest cost per request, trusted documents only (docs/keys.md); read again when it "
+        "changes. Needs LEADGREEN_RATE_LIMIT",
     )
 
     @model_validator(mode="before")
@@ -319,6 +354,15 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         except ValueError:
             return data
         return {**values, **data}
+
+    @model_validator(mode="after")
+    def _keys_file_needs_rate_limiting(self) -> Settings:
+        if self.partner_keys_file is not None and not self.rate_limit:
+            raise ValueError(
+                "LEADGREEN_PARTNER_KEYS_FILE needs LEADGREEN_RATE_LIMIT=true: a tier's quota is "
+                "its rate-limit bucket"
+            )
+        return self
 
     @field_validator("limits")
     @classmethod

@@ -57,20 +57,27 @@ def build_repository(
     git(work, "config", "commit.gpgsign", "false")
     git(work, "config", "core.autocrlf", "false")
     for date, subject, files in commits:
-        outside = {k[1:]: v for k, v in files.items() if k.startswith("/")}
-        data = {k: v for k, v in files.items() if not k.startswith("/")}
-        if data or not outside:
-            shutil.rmtree(work / DATA, ignore_errors=True)
-            for name, content in data.items():
-                _write(work / DATA, name, content)
-        for name, content in outside.items():
-            _write(work, name, content)
-        git(work, "add", "--all")
-        git(work, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", subject, date=date)
+        add_commit(work, date, subject, files)
     if not bare:
         return work
     git(root, "clone", "--quiet", "--bare", "--no-local", str(work), "bare.git")
     return root / "bare.git"
+
+
+def add_commit(work: Path, date: str, subject: str, files: dict[str, bytes]) -> str:
+    """One more commit in the repository at `work` (`files` as `build_repository` takes them);
+    its id."""
+    outside = {k[1:]: v for k, v in files.items() if k.startswith("/")}
+    data = {k: v for k, v in files.items() if not k.startswith("/")}
+    if data or not outside:
+        shutil.rmtree(work / DATA, ignore_errors=True)
+        for name, content in data.items():
+            _write(work / DATA, name, content)
+    for name, content in outside.items():
+        _write(work, name, content)
+    git(work, "add", "--all")
+    git(work, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", subject, date=date)
+    return git(work, "rev-parse", "HEAD").strip()
 
 
 def snapshot_files(directory: Path) -> dict[str, bytes]:

@@ -1,7 +1,8 @@
 """A local HTTP server for tests: serves a snapshot directory, and fails on request.
 
 Everything listens on 127.0.0.1 on an ephemeral port. Faults are set per path and are consumed
-in order, one per request; a path with no fault left is served from the directory.
+in order, one per request; a path with no fault left is served from the directory, with an ETag
+(a 304 to a request whose If-None-Match names it, counted in `not_modified`).
 
     with SnapshotServer(root) as server:
         server.fail("index.json", Fault.status(500), times=2)
@@ -10,6 +11,7 @@ in order, one per request; a path with no fault left is served from the director
 
 from __future__ import annotations
 
+import hashlib
 import socket
 import struct
 import threading
@@ -25,14 +27,22 @@ from typing import Any
 class Fault:
     """What the server does instead of answering normally."""
 
-    kind: str  # "status", "hang", "reset", "truncate", "body"
+    kind: str  # "status", "hang", "reset", "truncate", "body", "hold"
     status: int = 200
     body: bytes = b""
+    most: int = 0
+    seconds: float = 0.0
 
     @classmethod
     def http(cls, status: int) -> Fault:
         """Answer with this status and a short body."""
         return cls("status", status=status)
+
+    @classmethod
+    def hold(cls, most: int, seconds: float) -> Fault:
+        """Hold the request, then answer it as usual: held until more than `most` requests are
+        held at once, or for `seconds` (the most held at once is `most_held`)."""
+        return cls("hold", most=most, seconds=seconds)
 
     @classmethod
     def hang(cls) -> Fault:
@@ -56,15 +66,23 @@ class Fault:
         return cls("body", status=status, body=body)
 
 
+def _etag(body: bytes) -> str:
+    return '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+
+
 class SnapshotServer:
     """Serves the files under `root` at `url`, with per-path faults, counting requests."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root
         self.requests: Counter[str] = Counter()
+        # 304 answers, by path: a file is sent with its ETag, and not again to who names it.
+        self.not_modified: Counter[str] = Counter()
         self._faults: dict[str, deque[Fault]] = {}
         self._always: dict[str, Fault] = {}
         self._lock = threading.Lock()
+        self._held = threading.Condition()
+        self.holding = self.most_held = 0
         self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -121,6 +139,14 @@ class SnapshotServer:
                 return queue.popleft()
             return self._always.get(path)
 
+    def _hold(self, fault: Fault) -> None:
+        with self._held:
+            self.holding += 1
+            self.most_held = max(self.most_held, self.holding)
+            self._held.notify_all()
+            self._held.wait_for(lambda: self.holding > fault.most, timeout=fault.seconds)
+            self.holding -= 1
+
     def _file(self, path: str) -> bytes | None:
         if self.root is None:
             return None
@@ -142,12 +168,18 @@ class SnapshotServer:
             def do_GET(self) -> None:
                 path = self.path.split("?", 1)[0].lstrip("/")
                 fault = server._next_fault(path)
+                if fault is not None and fault.kind == "hold":
+                    server._hold(fault)
+                    fault = None
                 body = server._file(path)
                 if fault is None:
                     if body is None:
                         self._answer(404, b"not found")
+                    elif self.headers.get("If-None-Match") == _etag(body):
+                        server.not_modified[path] += 1
+                        self._answer(304, b"", etag=_etag(body))
                     else:
-                        self._answer(200, body)
+                        self._answer(200, body, etag=_etag(body))
                 elif fault.kind == "status":
                     self._answer(fault.status, f"status {fault.status}".encode())
                 elif fault.kind == "body":
@@ -171,10 +203,13 @@ class SnapshotServer:
                 else:  # pragma: no cover
                     raise ValueError(fault.kind)
 
-            def _answer(self, status: int, body: bytes) -> None:
+            def _answer(self, status: int, body: bytes, etag: str | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                if etag is not None:
+                    self.send_header("ETag", etag)
+                if status != 304:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 

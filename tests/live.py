@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -99,6 +101,20 @@ def serving(directory: Path, **env: str) -> Iterator[int]:
         stop(process)
 
 
+def python_snippets(page: Path) -> list[str]:
+    """The ```python fences of a documentation page, in order."""
+    return re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.M | re.S)
+
+
+def run_snippets(snippets: list[str], port: int) -> dict[str, Any]:
+    """The snippets run in order in one namespace, against 127.0.0.1:`port` instead of the
+    documented :8000; the names they made."""
+    names: dict[str, Any] = {}
+    for snippet in snippets:
+        exec(snippet.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), names)
+    return names
+
+
 def stop(process: subprocess.Popen[bytes], seconds: float = 10) -> None:
     """Terminate a server started by a test, killed when it takes longer than `seconds`."""
     process.terminate()
@@ -107,3 +123,59 @@ def stop(process: subprocess.Popen[bytes], seconds: float = 10) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+CLIENTS = Path(__file__).resolve().parent.parent / "clients"
+
+
+def subscriber(
+    protocol: str, port: int, log: Path, query: str | None = None, count: int = 1
+) -> subprocess.Popen[str]:
+    """clients/subscribe.mjs (the npm graphql-sse or graphql-ws client: `protocol` "sse",
+    "sse-single" (graphql-sse's single connection mode) or "ws")
+    subscribed to 127.0.0.1:`port` for `count` events (a line each: `{"event", "at"}`),
+    returned once its subscription runs; its errors in `log`. In a session of its own (stop it
+    by its process group)."""
+    subprocess.run([str(CLIENTS.parent / "scripts" / "subscription-clients")], check=True)
+    url = f"{'ws' if protocol == 'ws' else 'http'}://127.0.0.1:{port}/graphql"
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [
+                "node",
+                str(CLIENTS / "subscribe.mjs"),
+                protocol,
+                url,
+                str(count),
+                *([query] if query else []),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            start_new_session=True,
+        )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if '"ready"' not in line:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"the subscriber did not start: {log.read_text()}")
+    return process
+
+
+def quick_figures(
+    module: str, directory: Path, *args: str, timeout: float = 300, passing: bool = True
+) -> Any:
+    """`python -m MODULE --quick --json FILE` (a bench/ check against its own server): the
+    figures it wrote, once it exited 0 (with `passing` false: whatever its exit, the figures
+    for the caller to judge)."""
+    figures = directory / f"{module.rsplit('.', 1)[-1]}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--quick", "--json", str(figures), *args],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    ended = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0 if passing else figures.exists(), ended
+    return json.loads(figures.read_text())

@@ -28,6 +28,7 @@ import pytest
 
 from tests import synthetic
 from tests.conftest import app_client
+from tests.reports import UNCOSTED, cost
 
 pytestmark = pytest.mark.anyio
 
@@ -100,7 +101,7 @@ def assert_request_error(
     body = response.json()
     if accept == GQL:
         assert "data" not in body, body  # the spec: no data entry for a request error
-    assert without_null_data(body) == {"errors": errors}
+    assert without_null_data(body) == {"errors": errors, "extensions": UNCOSTED}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,6 +592,7 @@ async def assert_not_issued(client: httpx.AsyncClient, bad: str) -> None:
                 "extensions": {"code": "BAD_USER_INPUT"},
             }
         ],
+        "extensions": cost(4, 0),
     }
 
 
@@ -626,6 +628,7 @@ async def test_a_cursor_of_another_ordering(synthetic_db, client) -> None:
                 "extensions": {"code": "BAD_USER_INPUT"},
             }
         ],
+        "extensions": cost(4, 0),
     }
 
 
@@ -677,15 +680,16 @@ async def test_a_mutation_over_post(synthetic_db, client) -> None:
     await each(ACCEPTS, check)
 
 
-@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH"])
+@pytest.mark.parametrize("method", ["PATCH", "TRACE"])
 async def test_other_methods(synthetic_db, client, method) -> None:
-    """RFC 9110: 405 with `Allow` naming the methods served (GET, HEAD, POST); a JSON error."""
+    """RFC 9110: 405 with `Allow` naming the methods served (GET, HEAD, POST; PUT and DELETE
+    for GraphQL over SSE's single connection mode); a JSON error."""
     response = await client.request(
         method, "/graphql", json={"query": GPUS}, headers={"accept": JSON}
     )
     assert response.status_code == 405
     allowed = {m.strip() for m in response.headers.get("allow", "").split(",")}
-    assert allowed == {"GET", "HEAD", "POST"}
+    assert allowed == {"GET", "HEAD", "POST", "PUT", "DELETE"}
     assert [e["extensions"]["code"] for e in refusal(response, JSON)] == ["METHOD_NOT_ALLOWED"]
 
 
@@ -778,4 +782,5 @@ async def test_a_field_error_is_200_for_either_media_type(synthetic_db, client) 
                 "extensions": {"code": "BAD_USER_INPUT"},
             }
         ],
+        "extensions": cost(2, 0),
     }

@@ -37,6 +37,8 @@ GRAPHQL_UNAVAILABLE = {
             "extensions": {"code": "DATABASE_UNAVAILABLE"},
         }
     ],
+    # releases (at most 16) and their numbers estimated; the answer holds nothing
+    "extensions": {"cost": {"requestedQueryCost": 17, "actualQueryCost": 0}},
 }
 DOCUMENT_UNAVAILABLE = {"error": {"code": "DATABASE_UNAVAILABLE", "message": UNAVAILABLE}}
 COST = {"cost": {"requestedQueryCost": 5, "actualQueryCost": 3}}

@@ -100,8 +100,9 @@ def check(method: str, response: httpx.Response) -> None:
     if method == "HEAD" or response.status_code in (204, 304):
         return
     what = (method, str(response.url)[:300], response.status_code, response.content[:300])
-    is_json = response.headers.get("content-type", "").startswith("application/")
-    if response.status_code < 400 and not is_json:  # /metrics, GraphiQL's page and assets
+    media = response.headers.get("content-type", "").partition(";")[0]
+    is_json = media == "application/json" or media.endswith("+json")
+    if response.status_code < 400 and not is_json:  # /metrics, GraphiQL, assets, exports
         return
     assert is_json, what
     body = response.json()

@@ -237,18 +237,21 @@ def available(response: httpx.Response) -> int:
 
 
 async def test_a_new_document_pays_for_its_reading_once(synthetic_db, settings) -> None:
-    """4 points a byte (half a point a space), before it is parsed; the same document again
-    pays only for its answer (the response cache's hit: its actual cost)."""
+    """4 points a byte (half a point a space), before it is parsed; the same document again,
+    or another text of its tokens, pays only for its answer (the response cache's hit, or
+    its run: its actual cost); a new document pays again."""
     # 12 bytes and 5 spaces: 48 + 2.5 points; the answer costs 5, uses 3.
     query = "{ gpus { name } }"
     async with app_client(limited(settings)) as (_, client):
         first = await client.post("/graphql", json={"query": query})
         again = await client.post("/graphql", json={"query": query})
-        other = await client.post("/graphql", json={"query": query + "  "})  # a new text
-    assert (available(first), available(again), available(other)) == (
+        other = await client.post("/graphql", json={"query": query + "  # the same"})
+        new = await client.post("/graphql", json={"query": "{gpus{slug:name}}"})  # 17 bytes
+    assert (available(first), available(again), available(other), available(new)) == (
         10_000 - 51 - 3,
         10_000 - 51 - 3 - 3,
-        10_000 - 51 - 3 - 3 - 52 - 3,
+        10_000 - 51 - 3 - 3 - 3,
+        10_000 - 51 - 3 - 3 - 3 - 68 - 3,
     )
 
 

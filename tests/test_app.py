@@ -9,6 +9,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graph.settings import Settings
 from tests.conftest import app_client
+from tests.reports import cost
 
 pytestmark = pytest.mark.anyio
 
@@ -152,4 +153,5 @@ async def test_no_stack_trace_or_sql_in_errors(client) -> None:
                 "extensions": {"code": "NO_DATA"},
             }
         ],
+        "extensions": cost(51, 0),
     }

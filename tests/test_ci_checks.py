@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,10 @@ OLD_RELEASE = next(
 pytestmark = pytest.mark.slow
 
 
-def run(script: Path, **env: str) -> tuple[int, str]:
+def run(script: Path, *, python: bool = False, **env: str) -> tuple[int, str]:
+    """The script's exit status and output (run by this Python when `python`)."""
     done = subprocess.run(
-        [str(script)],
+        [sys.executable, str(script)] if python else [str(script)],
         cwd=ROOT,
         env={**os.environ, **env},
         capture_output=True,
@@ -74,6 +77,8 @@ def test_codegen_passes_on_named_operations(tmp_path: Path) -> None:
     for name in ("TopEnergy", "GpusWithFragment", "ReleasesList", "Facets"):
         assert f"-> {name}.graphql" in output, output
     assert "compiles" in output, output
+    # The client preset's persisted documents read as a tier's trusted documents (docs/keys.md).
+    assert "4 persisted documents, each under the SHA-256 of its text" in output, output
     assert output.rstrip().endswith("check-codegen: all passed"), output
 
 
@@ -144,3 +149,27 @@ def test_schema_diff_what_listed_means(tmp_path: Path, entry: str, listed: bool)
     )
     code, output = run(CHECK_SCHEMA_DIFF, CHANGELOG=str(changelog), BASE_TAG=OLD_RELEASE)
     assert code == (0 if listed else 1), output
+
+
+CHECK_DEPLOY_COMMANDS = ROOT / "scripts" / "check-deploy-commands"
+
+
+def test_deploy_commands_pass_on_the_repository() -> None:
+    code, output = run(CHECK_DEPLOY_COMMANDS, python=True)
+    assert code == 0, output
+    assert "ok: deploy/k8s/follow.yaml/spec/template/spec/containers/follow: leadgreen follow" in (
+        output
+    )
+
+
+def test_deploy_commands_fail_on_a_mistyped_option_and_name_it(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "deploy", tmp_path / "deploy")
+    follow = tmp_path / "deploy" / "k8s" / "follow.yaml"
+    follow.write_text(follow.read_text().replace("--metrics-port", "--metrics-prt"))
+    code, output = run(CHECK_DEPLOY_COMMANDS, python=True, DEPLOY_DIR=str(tmp_path / "deploy"))
+    assert code == 1, output
+    assert (
+        "    No such option '--metrics-prt'. (Did you mean one of: '--metrics-file', "
+        "'--metrics-host', '--metrics-port'?)"
+    ) in output.splitlines()
+    assert "FAIL: deploy/k8s/follow.yaml/spec/template/spec/containers/follow:" in output

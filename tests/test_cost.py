@@ -24,6 +24,7 @@ from graph.schema.costs import LIST_SIZES
 from graph.server.documents import MODEL_PAGE
 from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA as schema
+from tests.reports import cost
 
 pytestmark = pytest.mark.anyio
 PAGES = Pages(default=50, maximum=500)
@@ -43,10 +44,6 @@ async def run(engine, settings, query: str, variables=None, **context: Any) -> d
             setattr(value, name, attribute)
         result = await schema.execute(query, variable_values=variables, context_value=value)
     return dict(process_result(result))
-
-
-def cost(requested: int, actual: int | None) -> dict[str, Any]:
-    return {"cost": {"requestedQueryCost": requested, "actualQueryCost": actual}}
 
 
 @pytest.mark.parametrize(
@@ -169,9 +166,10 @@ async def test_answers_report_their_cost(synthetic_db, settings) -> None:
     assert page["extensions"] == cost(1254, model + 16)
 
 
-async def test_answers_with_errors_report_no_cost(synthetic_db, settings) -> None:
+async def test_answers_with_errors_report_their_cost(synthetic_db, settings) -> None:
+    """Estimated (configurations and its totalCount), run, and holding nothing."""
     answer = await run(synthetic_db, settings, "{ configurations(first: -1) { totalCount } }")
-    assert "extensions" not in answer
+    assert answer["extensions"] == cost(2, 0)
 
 
 async def test_a_query_over_the_limit_is_refused_before_any_sql(synthetic_db, settings) -> None:
@@ -286,7 +284,8 @@ async def test_rate_limiting_reports_and_throttles(synthetic_db, settings, monke
     }
     other = await run(synthetic_db, limited, "{ gpus { name } }", client="j", cost_bucket=bucket)
     assert other["extensions"]["cost"]["throttleStatus"]["currentlyAvailable"] == 7
-    # An answer with errors reports no cost, but the bucket still gets back what went unused.
+    # An answer with errors gets back what went unused too, and reports it (its actual cost
+    # counts what the answer holds: `data: null`, nothing).
     failed = await run(
         synthetic_db,
         limited,
@@ -294,7 +293,16 @@ async def test_rate_limiting_reports_and_throttles(synthetic_db, settings, monke
         client="j",
         cost_bucket=bucket,
     )
-    assert ("extensions" in failed, bucket.available("j", 1000.0)) == (False, 7.0)
+    assert (failed["extensions"], bucket.available("j", 1000.0)) == (
+        {
+            "cost": {
+                "requestedQueryCost": 2,
+                "actualQueryCost": 0,
+                "throttleStatus": {**status, "currentlyAvailable": 7},
+            }
+        },
+        7.0,
+    )
 
 
 async def test_without_a_bucket_nothing_is_charged() -> None:

@@ -178,7 +178,7 @@ def test_queries_sent_with_curl_are_named_too() -> None:
         for match in re.finditer(r'"query"\s*:\s*"((?:[^"\\]|\\.)*)"', path.read_text("utf-8"))
     ]
     assert bodies
-    assert [b for b in bodies if not re.match(r"(query|mutation)\s+\w+", b[1])] == []
+    assert [b for b in bodies if not re.match(r"(query|mutation|subscription)\s+\w+", b[1])] == []
 
 
 def test_the_readme_is_short_and_its_links_resolve() -> None:

@@ -54,7 +54,7 @@ async def test_preflights_are_answered_and_kept_a_day(synthetic_db, settings, pa
     assert (response.status_code, response.content) == (204, b"")
     assert cors(response) == {
         "access-control-allow-origin": "*",
-        "access-control-allow-methods": "GET, HEAD, POST",
+        "access-control-allow-methods": "GET, HEAD, POST, PUT, DELETE",
         "access-control-allow-headers": "content-type, x-api-key",
         "access-control-max-age": "86400",
     }
@@ -117,7 +117,7 @@ async def test_every_response_carries_its_request_id(synthetic_db, settings) -> 
         responses = {
             "answer": await client.post("/graphql", json={"query": QUERY}),
             "refusal": await client.post("/graphql", content=b"{", headers=_json()),
-            "method": await client.put("/graphql", json={}),
+            "method": await client.patch("/graphql", json={}),
             "document": await client.get(PATHS[1]),
             "missing": await client.get("/nowhere"),
             "health": await client.get("/healthz"),

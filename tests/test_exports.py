@@ -6,23 +6,26 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import duckdb
 import httpx
 import pandas as pd
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from graph.server import exports
 from graph.settings import Settings
-from tests.conftest import SNAPSHOT, app_client
-from tests.live import serving
+from tests.conftest import SNAPSHOT, app_client, examples
+from tests.live import python_snippets, run_snippets, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -261,7 +264,7 @@ async def test_real_data_a_diffusion_task_takes_its_own_filter(real_settings: Se
 
 
 DOC = Path(__file__).parent.parent / "docs" / "exports.md"
-SNIPPETS = re.findall(r"^```python\n(.*?)^```", DOC.read_text(encoding="utf-8"), re.M | re.S)
+SNIPPETS = python_snippets(DOC)
 
 
 @pytest.mark.slow
@@ -272,10 +275,8 @@ def test_the_docs_snippets_read_a_live_server(
     the synthetic snapshot): what they read is the task file's rows and its provenance."""
     assert len(SNIPPETS) == 3
     monkeypatch.chdir(tmp_path)
-    names: dict[str, Any] = {}
     with serving(tmp_path) as port:
-        for snippet in SNIPPETS:
-            exec(snippet.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), names)
+        names = run_snippets(SNIPPETS, port)
     every = task_rows(tmp_path / "snapshot", "lm-arena-chat", {})
     assert_rows(names["chat"], every, "lm-arena-chat", 1)
     assert_rows(names["frame"].to_pandas(), every, "lm-arena-chat", 1)
@@ -284,3 +285,116 @@ def test_the_docs_snippets_read_a_live_server(
     least = every.groupby("gpu_model")["energy_per_token_joules"].min()
     assert dict(names["best"].fetchall()) == least.to_dict()
     assert names["provenance"][b"leadgreen.release"] == b"1"
+
+
+def duckdb_with_httpfs() -> duckdb.DuckDBPyConnection:
+    """DuckDB with its httpfs extension, loaded from PyPI's duckdb-extension-httpfs (no
+    download from DuckDB's site)."""
+    import duckdb_extension_httpfs
+
+    found = Path(duckdb_extension_httpfs.__file__).parent.rglob("httpfs.duckdb_extension")
+    connection = duckdb.connect(config={"autoinstall_known_extensions": False})
+    connection.execute(f"LOAD '{next(found)}'")
+    return connection
+
+
+@pytest.mark.slow
+async def test_readers_read_the_urls_themselves(database_url: str, tmp_path: Path) -> None:
+    """pandas, polars and DuckDB given the URLs (polars and DuckDB ask HEAD, then byte ranges)
+    read the task file's rows, from `leadgreen serve` on each database."""
+    duck = duckdb_with_httpfs()
+    with serving(tmp_path, LEADGREEN_DATABASE_URL=database_url) as port:
+        url = f"http://127.0.0.1:{port}/api/v1/configurations"
+        csv, parquet = f"{url}.csv?task=lm-arena-chat", f"{url}.parquet?task=lm-arena-chat"
+        read = {
+            "pandas csv": pd.read_csv(csv),
+            "pandas parquet": pd.read_parquet(parquet),
+            "polars csv": pl.read_csv(csv).to_pandas(),
+            "polars parquet": pl.read_parquet(parquet).to_pandas(),
+            "polars lazily": pl.scan_parquet(f"{url}.parquet?gpu=H100").collect().to_pandas(),
+            "duckdb csv": duck.sql(f"SELECT * FROM read_csv('{csv}')").df(),
+            "duckdb parquet": duck.sql(f"SELECT * FROM '{parquet}'").df(),
+        }
+    every = task_rows(tmp_path / "snapshot", "lm-arena-chat", {})
+    h100 = task_rows(tmp_path / "snapshot", "lm-arena-chat", {"gpu": "H100"})
+    for how, frame in read.items():
+        assert_rows(frame, h100 if how == "polars lazily" else every, "lm-arena-chat", 1), how
+
+
+async def test_a_part_of_an_export_is_its_bytes(
+    synthetic_db: AsyncEngine, settings: Settings
+) -> None:
+    """HEAD says the length; a byte range is that part of the whole export's bytes (CSV
+    uncompressed), with its ETag."""
+    async with app_client(settings) as (_, client):
+        for fmt in ("csv", "parquet"):
+            url = f"/api/v1/configurations.{fmt}?gpu=H100"
+            whole = await client.get(url, headers={"accept-encoding": "identity"})
+            head = await client.head(url)
+            part = await client.get(url, headers={"range": "bytes=4-20"})
+            tail = await client.get(url, headers={"range": "bytes=-7"})
+            past = await client.get(url, headers={"range": f"bytes={len(whole.content)}-"})
+            size = len(whole.content)
+            assert (head.status_code, head.content) == (200, b"")
+            assert head.headers["content-length"] == str(size)
+            assert head.headers["accept-ranges"] == "bytes"
+            assert (part.status_code, part.content) == (206, whole.content[4:21])
+            assert part.headers["content-range"] == f"bytes 4-20/{size}"
+            assert (tail.status_code, tail.content) == (206, whole.content[-7:])
+            assert past.status_code == 416
+            assert past.json()["error"]["code"] == "BAD_REQUEST"
+            assert past.headers["content-range"] == f"bytes */{size}"
+            malformed = await client.get(url, headers={"range": "lines=1-2"})
+            assert (malformed.status_code, malformed.json()["error"]["code"]) == (
+                400,
+                "BAD_REQUEST",
+            )
+            assert {head.headers["etag"], part.headers["etag"]} == {whole.headers["etag"]}
+            assert part.headers["x-leadgreen-release"] == "1"
+
+
+def expected_part(spec: str, whole: bytes) -> tuple[int, bytes]:
+    """What a `Range: bytes=...` of one range asks of `whole`, by RFC 9110: 206 and the part,
+    or 416 when no byte of it is in the file."""
+    first, _, last = spec.partition("-")
+    size = len(whole)
+    if first == "":  # the last `last` bytes
+        start, end = max(size - int(last), 0), size - 1
+    else:
+        start, end = int(first), min(int(last), size - 1) if last else size - 1
+    if start >= size or (first == "" and int(last) == 0):
+        return 416, b""
+    return 206, whole[start : end + 1]
+
+
+@st.composite
+def ranges(draw: st.DrawFn) -> str:
+    """One byte range, in any of its three forms, often past the end."""
+    first = draw(st.integers(0, 400))
+    form = draw(st.sampled_from(["a-b", "a-", "-n"]))
+    if form == "a-b":
+        return f"{first}-{first + draw(st.integers(0, 400))}"
+    return f"{first}-" if form == "a-" else f"-{draw(st.integers(0, 400))}"
+
+
+async def test_generated_ranges_are_their_parts(
+    synthetic_db: AsyncEngine, settings: Settings
+) -> None:
+    """Any one range of an export is its part of the whole bytes (or a 416); nothing else."""
+    async with app_client(settings) as (_, client):
+        url = "/api/v1/configurations.parquet?numGpus=1"
+        whole = (await client.get(url)).content
+
+        async def part(spec: str) -> httpx.Response:
+            return await client.get(url, headers={"range": f"bytes={spec}"})
+
+        @hypothesis_settings(max_examples=examples(100), deadline=None, database=None)
+        @given(ranges())
+        def prop(spec: str) -> None:
+            response = anyio.from_thread.run(part, spec)
+            status, content = expected_part(spec, whole)
+            assert (response.status_code, response.content[: len(content)]) == (status, content)
+            if status == 206:
+                assert response.content == content
+
+        await anyio.to_thread.run_sync(prop)

@@ -7,32 +7,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 
+from bench.hostile import failures
 from graph.engine.prepared import off_the_loop
-from tests.conftest import ROOT
+from tests.live import quick_figures
 
 pytestmark = pytest.mark.hostile
 
 
 def test_the_hostile_load_check_passes(tmp_path) -> None:
-    figures = tmp_path / "hostile.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.hostile", "--quick", "--json", str(figures)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    measured = json.loads(figures.read_text())
+    measured = quick_figures("bench.hostile", tmp_path)
     assert measured["probe_ms"]["p99"] < 100
     assert measured["hostile_requests"] > 1000
+
+
+def test_the_default_server_check(tmp_path) -> None:
+    """A server with every setting at its default (rate limiting off) against fresh large
+    documents, introspection with a comment of its own, respelled documents, merges and
+    documents past each limit: no 500, no failed simple query, the memory within its budget;
+    new documents past their bounds are refused with PREPARATION_BUSY, and the introspection
+    query, one document however it is commented, is answered. (The simple query's p99 is
+    reported, not held under 100 ms here: bench/HOSTILE.md says what is left.)"""
+    measured = quick_figures("bench.hostile", tmp_path, "--default", passing=False)
     print(json.dumps(measured, indent=2))
+    problems = [p for p in failures(measured) if "p99" not in p]
+    assert problems == [], problems
+    answers = measured["hostile_answers"]
+    assert answers["fresh 503"] > 0 and answers["introspection 200"] > 10, answers
+    assert measured["probes"] > 500
 
 
 def test_a_large_document_is_read_off_the_event_loop() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from graph.server.documents import MODEL_PAGE
 from tests.conftest import app_client
+from tests.reports import UNCOSTED
 from tests.test_cache import ANSWER, QUERY, ingest_newer, needs_redis, seen
 
 pytestmark = pytest.mark.anyio
@@ -22,6 +23,7 @@ NOT_FOUND = {
     "errors": [
         {"message": "PersistedQueryNotFound", "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND"}}
     ],
+    "extensions": UNCOSTED,
 }
 
 
@@ -113,20 +115,17 @@ async def test_persisted_query_refusals(synthetic_db, settings) -> None:
     async with app_client(settings, persisted_queries=0) as (_, client):
         off = await client.post("/graphql", json={"query": QUERY, "extensions": persisted(QUERY)})
 
-    def error(message: str, code: str) -> dict[str, object]:
-        return {"errors": [{"message": message, "extensions": {"code": code}}]}
-
     assert (mismatch.status_code, mismatch.json()) == (
         400,
-        error("provided sha does not match query", "BAD_USER_INPUT"),
+        refusal("provided sha does not match query", "BAD_USER_INPUT"),
     )
     assert (version.status_code, version.json()) == (
         400,
-        error("Unsupported persisted query version", "BAD_USER_INPUT"),
+        refusal("Unsupported persisted query version", "BAD_USER_INPUT"),
     )
     assert (off.status_code, off.json()) == (
         200,
-        {"data": None, **error("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")},
+        {"data": None, **refusal("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")},
     )
 
 
@@ -175,7 +174,7 @@ async def test_stored_answers_keep_their_compressed_copies(synthetic_db, setting
 
 
 def refusal(message: str, code: str) -> dict[str, object]:
-    return {"errors": [{"message": message, "extensions": {"code": code}}]}
+    return {"errors": [{"message": message, "extensions": {"code": code}}], "extensions": UNCOSTED}
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from strawberry.http import process_result
 
 from graph.settings import Settings
 from tests.conftest import SCHEMA as schema
+from tests.reports import UNCOSTED
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,11 @@ INTROSPECTION = get_introspection_query(
 
 
 def refused(message: str, code: str, **extensions: Any) -> dict[str, Any]:
-    return {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
+    return {
+        "data": None,
+        "errors": [{"message": message, "extensions": {"code": code}}],
+        "extensions": UNCOSTED,
+    }
 
 
 async def answer(query: str, settings: Settings | None = None) -> dict[str, Any]:
@@ -69,6 +74,7 @@ async def test_a_directive_repeated_a_hundred_times() -> None:
                 "extensions": {"code": "TOO_MANY_DIRECTIVES"},
             },
         ],
+        "extensions": UNCOSTED,
     }
     twice = "{ gpus @include(if: true) @include(if: true) { name } }"
     assert await answer(twice) == refused(
@@ -109,6 +115,7 @@ async def test_the_limits_are_settings() -> None:
                 "extensions": {"code": "TOO_MANY_DIRECTIVES"},
             },
         ],
+        "extensions": UNCOSTED,
     }
 
 
@@ -154,6 +161,7 @@ async def test_a_fragment_cycle_is_a_validation_error() -> None:
                 "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"},
             }
         ],
+        "extensions": UNCOSTED,
     }
 
 
@@ -167,6 +175,7 @@ async def test_syntax_errors_and_deep_documents_have_codes() -> None:
                 "extensions": {"code": "GRAPHQL_PARSE_FAILED"},
             }
         ],
+        "extensions": UNCOSTED,
     }
     nested = "{" + "a{" * 300 + "b" + "}" * 300 + "}"
     assert await answer(nested) == {
@@ -178,6 +187,7 @@ async def test_syntax_errors_and_deep_documents_have_codes() -> None:
                 "extensions": {"code": "QUERY_TOO_DEEP"},
             }
         ],
+        "extensions": UNCOSTED,
     }
 
 
@@ -231,6 +241,7 @@ async def test_no_suggestions_for_variable_values_either() -> None:
                 "extensions": {"code": "BAD_USER_INPUT"},
             }
         ],
+        "extensions": UNCOSTED,
     }
 
 
@@ -261,6 +272,7 @@ async def test_a_repeated_directive_over_http(client) -> None:
                 "extensions": {"code": "TOO_MANY_DIRECTIVES"},
             },
         ],
+        "extensions": UNCOSTED,
     }
 
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,13 +19,21 @@ from sqlalchemy.engine import make_url
 from strawberry.types import ExecutionResult
 
 from db.database import create_engine
+from graph.engine import limits
+from graph.engine.prepared import PREPARING
 from graph.errors import OVERLOADED_MESSAGE, Code, database_fault
+from graph.server.protocol import negotiate
 from tests.conftest import ROOT, app_client
+from tests.reports import UNCOSTED, cost
 
 pytestmark = pytest.mark.anyio
 
 JSON = "application/json"
 GQL = "application/graphql-response+json"
+URQL_ACCEPT = (
+    "application/graphql-response+json, application/graphql+json, application/json, "
+    "text/event-stream, multipart/mixed"
+)
 GPUS = "{ gpus { name } }"
 GPUS_ANSWER = {
     "data": {"gpus": [{"name": "B200"}, {"name": "H100"}]},
@@ -48,7 +57,10 @@ BAD_VARIABLE = [
 
 
 def refusal(message: str, code: str, **extensions: Any) -> dict[str, Any]:
-    return {"errors": [{"message": message, "extensions": {"code": code, **extensions}}]}
+    return {
+        "errors": [{"message": message, "extensions": {"code": code, **extensions}}],
+        "extensions": UNCOSTED,
+    }
 
 
 def seen(response: httpx.Response) -> tuple[int, str, Any]:
@@ -65,6 +77,10 @@ def seen(response: httpx.Response) -> tuple[int, str, Any]:
         ("application/graphql-response+json", GQL),
         ("application/graphql-response+json, application/json;q=0.9", GQL),
         ("application/json, application/graphql-response+json;q=0.5", JSON),
+        # urql's (and other clients that take a stream too, JSON first): a JSON answer.
+        (URQL_ACCEPT, GQL),
+        ("application/json, text/event-stream", JSON),
+        ("text/event-stream;q=0.5, application/json", JSON),
     ],
 )
 async def test_the_media_type_follows_accept(synthetic_db, settings, accept, media) -> None:
@@ -75,6 +91,29 @@ async def test_the_media_type_follows_accept(synthetic_db, settings, accept, med
     assert seen(posted) == (200, media, GPUS_ANSWER)
     assert seen(got) == (200, media, GPUS_ANSWER)
     assert got.headers["vary"] == "accept"  # a shared cache must keep the two types apart
+
+
+@pytest.mark.parametrize(
+    ("accept", "stream"),
+    [
+        ("text/event-stream", True),  # the graphql-sse client's
+        ("TEXT/EVENT-STREAM; charset=utf-8", True),
+        ("text/event-stream, application/json", True),
+        ("application/json;q=0.5, text/event-stream", True),
+        ("*/*, text/event-stream", True),  # the exact type above the wildcard
+        ("text/event-stream;q=0.9, */*;q=0.8", True),
+        (URQL_ACCEPT, False),
+        ("application/json, text/event-stream", False),
+        ("application/graphql-response+json, text/event-stream", False),
+        ("text/event-stream;q=0.5, application/json", False),
+        ("text/event-stream;q=0", False),
+        ("text/event-stream;q=0, application/json", False),
+        ("application/json", False),
+        ("*/*", False),
+    ],
+)
+def test_an_event_stream_only_where_preferred(accept: str, stream: bool) -> None:
+    assert negotiate(accept.encode()).event_stream is stream
 
 
 @pytest.mark.parametrize(
@@ -108,8 +147,8 @@ async def test_request_errors_by_media_type(
     async with app_client(settings) as (_, client):
         legacy = await client.post("/graphql", json=body, headers={"accept": JSON})
         new = await client.post("/graphql", json=body, headers={"accept": GQL})
-    assert seen(legacy) == (200, JSON, {"data": None, "errors": errors})
-    assert seen(new) == (400, GQL, {"errors": errors})
+    assert seen(legacy) == (200, JSON, {"data": None, "errors": errors, "extensions": UNCOSTED})
+    assert seen(new) == (400, GQL, {"errors": errors, "extensions": UNCOSTED})
 
 
 async def test_a_field_error_is_200_for_either_media_type(synthetic_db, settings) -> None:
@@ -124,6 +163,8 @@ async def test_a_field_error_is_200_for_either_media_type(synthetic_db, settings
                 "extensions": {"code": "BAD_USER_INPUT"},
             }
         ],
+        # `model` and its `name` estimated; the answer holds `model: null` (1)
+        "extensions": cost(2, 1),
     }
     async with app_client(settings) as (_, client):
         for accept in (JSON, GQL):
@@ -243,13 +284,19 @@ async def test_malformed_gets_are_refused_as_json(graphiql_assets, synthetic_db,
     )
 
 
-@pytest.mark.parametrize("method", ["PUT", "DELETE", "PATCH", "OPTIONS"])
+@pytest.mark.parametrize("method", ["PATCH", "OPTIONS"])
 async def test_other_methods_are_405_with_allow(synthetic_db, settings, method) -> None:
     """(HEAD is answered as GET is, without the body: tests/test_adversarial_http.py.)"""
     async with app_client(settings) as (_, client):
         response = await client.request(method, "/graphql")
-    assert (response.status_code, response.headers["allow"]) == (405, "GET, HEAD, POST")
-    assert response.json() == refusal("GraphQL is served over GET and POST.", "METHOD_NOT_ALLOWED")
+    assert (response.status_code, response.headers["allow"]) == (
+        405,
+        "GET, HEAD, POST, PUT, DELETE",
+    )
+    assert response.json() == refusal(
+        "GraphQL is served over GET and POST (PUT and DELETE: GraphQL over SSE).",
+        "METHOD_NOT_ALLOWED",
+    )
 
 
 async def test_a_mutation_over_get_is_405_for_either_media_type(synthetic_db, settings) -> None:
@@ -336,7 +383,11 @@ async def test_batches_when_enabled(synthetic_db, settings) -> None:
         too_many = await client.post("/graphql", json=[*batch, {"query": GPUS}])
         empty = await client.post("/graphql", json=[])
         malformed = await client.post("/graphql", json=[{"query": GPUS}, 7])
-    assert seen(answered) == (200, JSON, [GPUS_ANSWER, {"data": None, "errors": UNKNOWN_FIELD}])
+    assert seen(answered) == (
+        200,
+        JSON,
+        [GPUS_ANSWER, {"data": None, "errors": UNKNOWN_FIELD, "extensions": UNCOSTED}],
+    )
     assert seen(too_many) == (
         400,
         JSON,
@@ -401,7 +452,8 @@ async def test_a_bug_is_masked_with_a_logged_request_id(synthetic_db, settings, 
                     "message": "Internal server error",
                     "extensions": {"code": "INTERNAL", "requestId": request_id},
                 }
-            ]
+            ],
+            "extensions": UNCOSTED,
         },
     )
     [record] = [r for r in caplog.records if request_id in r.getMessage()]
@@ -525,7 +577,12 @@ async def test_the_database_away_is_503_and_service_resumes(proxied_settings) ->
     assert seen(during) == (
         503,
         JSON,
-        {"data": None, "errors": [{**field_error, "path": ["releases"]}]},
+        # releases (at most 16) and their numbers estimated; the answer holds nothing
+        {
+            "data": None,
+            "errors": [{**field_error, "path": ["releases"]}],
+            "extensions": cost(17, 0),
+        },
     )
     assert during.headers["retry-after"] == "1"
     unreachable = {"status": "unavailable", "reason": "database unreachable"}
@@ -645,6 +702,42 @@ def _overloaded(held: Held) -> Send:
     return send
 
 
+def _preparation_busy() -> Send:
+    """A new document sent while the same client's last one is being prepared (its parsing
+    held in the worker thread until the answer comes)."""
+    sent: list[int] = []
+
+    async def send(client: httpx.AsyncClient, accept: str) -> httpx.Response:
+        release, reached, parsed = threading.Event(), asyncio.Event(), limits.parsed
+        loop = asyncio.get_running_loop()
+
+        def holding(text: str, max_tokens: int) -> Any:
+            loop.call_soon_threadsafe(reached.set)
+            release.wait(30)
+            return parsed(text, max_tokens)
+
+        sent.append(len(sent))  # a new document each time
+        large = f"{{ a{len(sent)}: __typename }} # " + "x" * 600
+        limits.parsed = holding  # type: ignore[assignment]
+        per_client, PREPARING.per_client = PREPARING.per_client, 1
+        try:
+            first = asyncio.create_task(client.post("/graphql", json={"query": large}))
+            await reached.wait()
+            refused = await client.post(
+                "/graphql",
+                json={"query": f"{{ b{len(sent)}: gpus {{ name }} }}"},
+                headers={"accept": accept},
+            )
+        finally:
+            release.set()
+            limits.parsed = parsed  # type: ignore[assignment]
+            PREPARING.per_client = per_client
+        await first
+        return refused
+
+    return send
+
+
 @dataclass(frozen=True)
 class Case:
     """A request that brings a code about, and what the app answering it needs."""
@@ -659,6 +752,8 @@ class Case:
 HASH = {"persistedQuery": {"version": 1, "sha256Hash": "ab" * 32}}
 AWAY = "postgresql+asyncpg://postgres@127.0.0.1:9/none"
 _HELD = Held(1)
+# tests/keys/keys.toml: "trusted-key" may send only its one document, "capped-key" costs of 4.
+PARTNER_KEYS = {"rate_limit": True, "partner_keys_file": ROOT / "tests" / "keys" / "keys.toml"}
 # (code, the row's status) -> the case that brings it about.
 CASES: dict[tuple[str, str], Case] = {
     ("BAD_REQUEST", "400"): Case(
@@ -671,6 +766,9 @@ CASES: dict[tuple[str, str], Case] = {
         _query("query ($n: Int!) { configurations(first: $n) { totalCount } }", n="x")
     ),
     ("BAD_USER_INPUT", "200"): Case(_query("{ configurations(first: 100000) { totalCount } }")),
+    ("BAD_REPRESENTATION", "200"): Case(
+        _query('{ _entities(representations: [{__typename: "Nope"}]) { __typename } }')
+    ),
     ("DOCUMENT_TOO_LARGE", "200 / 400"): Case(_query(GPUS), {"max_document_bytes": 10}),
     ("TOO_MANY_TOKENS", "200 / 400"): Case(_query(GPUS), {"max_tokens": 3}),
     ("QUERY_TOO_DEEP", "200 / 400"): Case(_query(GPUS), {"max_depth": 1}),
@@ -689,7 +787,7 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("BATCHING_DISABLED", "400"): Case(_post([{"query": GPUS}])),
     ("BATCH_TOO_LARGE", "400"): Case(_post([{"query": GPUS}] * 2), {"batch_max": 1}),
-    ("METHOD_NOT_ALLOWED", "405"): Case(_request("PUT", "/graphql")),
+    ("METHOD_NOT_ALLOWED", "405"): Case(_request("PATCH", "/graphql")),
     ("BODY_TOO_LARGE", "413, 414, 431"): Case(_query(GPUS), {"max_body_bytes": 10}),
     ("URL_TOO_LONG", "413, 414, 431"): Case(
         _request("GET", "/graphql", params={"query": GPUS + " " * 100}), {"max_url_bytes": 64}
@@ -705,11 +803,28 @@ CASES: dict[tuple[str, str], Case] = {
         _twice(_query(GPUS)),
         {"rate_limit": True, "rate_limit_capacity": 1, "rate_limit_restore_rate": 1e-9},
     ),
+    ("TOO_MANY_SUBSCRIPTIONS", "429"): Case(
+        _post(
+            {"query": "subscription S { releasePublished { release { number } } }"},
+            accept="text/event-stream, application/json",
+        ),
+        {"max_subscriptions_per_client": 0},
+    ),
+    ("UNKNOWN_API_KEY", "401, 403"): Case(
+        _post({"query": GPUS}, **{"x-api-key": "invented"}), {"rate_limit": True, "api_keys": ["k"]}
+    ),
+    ("DOCUMENT_NOT_TRUSTED", "401, 403"): Case(
+        _post({"query": GPUS}, **{"x-api-key": "trusted-key"}), PARTNER_KEYS
+    ),
+    ("KEY_MAX_COST_EXCEEDED", "200 / 400"): Case(
+        _post({"query": GPUS}, **{"x-api-key": "capped-key"}), PARTNER_KEYS
+    ),
     ("NO_DATA", "200"): Case(_query("{ models { slug } }"), empty=True),
     ("DATABASE_UNAVAILABLE", "503"): Case(_query(GPUS), {"database_url": AWAY}, started=False),
     ("OVERLOADED", "503"): Case(
         _overloaded(_HELD), {"max_in_flight": 1, "cache": "off"}, execute=_HELD
     ),
+    ("PREPARATION_BUSY", "503"): Case(_preparation_busy(), {"cache": "off"}),
     ("STARTING", "503"): Case(_request("GET", "/readyz"), started=False),
     ("REQUEST_TIMEOUT", "504"): Case(_query(GPUS), {"request_timeout_seconds": 0.05}, _never),
     ("INTERNAL", "500"): Case(_query(GPUS), execute=_broken),
@@ -791,7 +906,8 @@ async def test_past_max_in_flight_requests_are_refused_at_once(
                 "message": OVERLOADED_MESSAGE,
                 "extensions": {"code": "OVERLOADED"},
             }
-        ]
+        ],
+        "extensions": UNCOSTED,
     }
     assert [(r.status_code, r.headers["retry-after"], r.json()) for r in refused] == [
         (503, "1", overloaded)

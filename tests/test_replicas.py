@@ -6,7 +6,9 @@ on, release poll 1 s) and nginx configured from deploy/nginx.conf (its upstream:
 replicas). It shows that
 
 (a) an ingest of a second snapshot, run while the replicas serve, is served by every replica
-    within the poll interval, and no answer mixes releases;
+    within the poll interval, and no answer mixes releases; a subscriber of `releasePublished`
+    on each replica and through nginx (the npm graphql-sse and graphql-ws clients, over SSE and
+    WebSocket) gets it, with its changes, within the poll interval and a second;
 (b) rate-limit buckets are shared: a client's spend through replica A is refused through B;
 (c) a persisted query registered through A is found through B (and its answer is shared);
 (e) warm GETs of the model page through nginx's cache (with the document in the URL, and as a
@@ -51,11 +53,16 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import pytest
+from graphql import parse
 from graphql.utilities import strip_ignored_characters
 from sqlalchemy.engine import make_url
 
+from graph.engine.cost import actual_cost
+from graph.engine.prepared import Prepared
 from graph.server.documents import MODEL_PAGE as DOCUMENTED
-from tests.live import free_port, wait_until
+from tests.live import free_port, subscriber, wait_until
+from tests.reports import cost
+from tests.test_cost import requested_cost
 
 pytestmark = pytest.mark.replicas
 
@@ -369,6 +376,8 @@ def topology() -> Iterator[Topology]:
             LEADGREEN_HTTP_MAX_AGE=str(HTTP_MAX_AGE),
             LEADGREEN_SOURCE=str(EARLIER),
             LEADGREEN_LOG_LEVEL="info",
+            # nginx, as deploy/compose.yaml trusts it (tests/test_client_identity.py)
+            LEADGREEN_TRUSTED_PROXIES="127.0.0.1",
         )
         say(f"database {name} on the local PostgreSQL; Redis database {redis_db}")
         topo = Topology(tmp, database_url, redis_db, [], [], [], env=env)
@@ -510,7 +519,31 @@ def probe_loop(
         time.sleep(pause)
 
 
-def test_a_new_release_reaches_every_replica_within_the_poll_interval(topology: Topology) -> None:
+# A subscriber's selection: small, as the real releases' whole changes are large.
+PUBLISHED = """subscription Published { releasePublished {
+  release { number lastUpdated } previous { number lastUpdated }
+  changes { from to filesRemoved } } }"""
+
+
+def subscribe(protocol: str, port: int, log: Path) -> subprocess.Popen[str] | None:
+    """A subscriber for one event (tests/live.py); None without Node.js."""
+    if shutil.which("node") is None:
+        return None
+    return subscriber(protocol, port, log, PUBLISHED)
+
+
+@pytest.fixture
+def subscribers() -> Iterator[dict[str, subprocess.Popen[str]]]:
+    """The subscribers a test starts (clients/subscribe.mjs), each stopped afterwards."""
+    started: dict[str, subprocess.Popen[str]] = {}
+    yield started
+    for process in started.values():
+        stop(process)  # type: ignore[arg-type]
+
+
+def test_a_new_release_reaches_every_replica_within_the_poll_interval(
+    topology: Topology, subscribers: dict[str, subprocess.Popen[str]]
+) -> None:
     seed = json.loads(SEED.read_text())
     model_id = next(m["model_id"] for m in seed["models"] if m["slug"] == SLUG)
     expected = {1: expected_rows(EARLIER, model_id), 2: expected_rows(LATER, model_id)}
@@ -546,6 +579,19 @@ def test_a_new_release_reaches_every_replica_within_the_poll_interval(topology: 
     ] + [threading.Thread(target=ready_loop)]
     for thread in threads:
         thread.start()
+    # A subscriber on each replica, and two through nginx (SSE and WebSocket).
+    places = {"replica A": port_a, "replica B": port_b, "nginx": topology.nginx_port}
+    for name, protocol in (
+        ("replica A", "sse"),
+        ("replica B", "ws"),
+        ("nginx", "sse"),
+        ("nginx", "ws"),
+    ):
+        log = topology.tmp / f"subscriber-{len(subscribers)}.log"
+        started_subscriber = subscribe(protocol, places[name], log)
+        if started_subscriber is not None:
+            subscribers[f"{name} ({protocol})"] = started_subscriber
+    epoch = time.time() - time.monotonic()  # the clients' clock (ms since the epoch) to ours
     try:
         time.sleep(1.0)
         ingest_started = time.monotonic()
@@ -605,6 +651,34 @@ def test_a_new_release_reaches_every_replica_within_the_poll_interval(topology: 
     for port in (port_a, port_b):
         release = graphql(port, "{ releases { number lastUpdated } }").json()["data"]["releases"]
         assert [r["lastUpdated"] for r in release] == ["2026-02-16", "2025-12-17"]
+
+    # Each subscriber got release 2 and its changes from release 1, as the queries say, within
+    # the poll interval (and a second) of the commit.
+    changes = graphql(port_a, "{ changes(from: 1, to: 2) { from to filesRemoved } }").json()
+    data = {
+        "releasePublished": {
+            "release": {"number": 2, "lastUpdated": "2026-02-16"},
+            "previous": {"number": 1, "lastUpdated": "2025-12-17"},
+            "changes": changes["data"]["changes"],
+        }
+    }
+    # The subscription's estimate (charged once, when it began) and what the event holds.
+    actual = actual_cost(Prepared(PUBLISHED, parse(PUBLISHED)), None, data)
+    expected_event = {"data": data, "extensions": cost(requested_cost(PUBLISHED, None), actual)}
+    for name, process in subscribers.items():
+        out, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, (name, out)
+        [line] = out.splitlines()
+        event = json.loads(line)
+        assert event["event"] == expected_event, name
+        came = event["at"] / 1000 - epoch
+        say(
+            f"(a) subscriber through {name}: release 2 came within "
+            f"[{came - commit_hi:.3f}s, {came - commit_lo:.3f}s] of the commit"
+        )
+        # Never provably later than the poll interval and a second (the commit's bracket is as
+        # wide as a /readyz round while the ingest loads the machine).
+        assert came - commit_hi <= POLL_SECONDS + 1.0, (name, came - commit_hi)
 
 
 # --- (b) shared rate-limit buckets ----------------------------------------------------------

@@ -300,6 +300,6 @@ async def test_model_page_runs_a_bounded_number_of_statements(
         data = await execute(MODEL_PAGE, slug=slug)
         assert data["model"]["slug"] == slug
         counts.setdefault(slug, []).append(len(statements))
-    # The release, its source, tasks, models, GPU types, model files and both configuration
-    # tables: eight statements, once.
-    assert counts == {"deepseek-v3-1": [1 + 8, 1], "qwen-3-30b-a3b-instruct": [1], "qwen-3-8b": [1]}
+    # The release, its source, tasks, models, GPU types, model files and its configurations
+    # (the catalog stored whole at ingest): seven statements, once.
+    assert counts == {"deepseek-v3-1": [1 + 7, 1], "qwen-3-30b-a3b-instruct": [1], "qwen-3-8b": [1]}

@@ -56,9 +56,15 @@ def test_about_twenty_settings_a_deployment_makes() -> None:
         "client_timeout_seconds",
         "max_connections",
         "max_in_flight",
+        "max_subscriptions",
+        "max_subscriptions_per_client",
+        "subscription_heartbeat_seconds",
+        "subscription_init_seconds",
+        "subscription_idle_seconds",
         "limits",
         "rate_limit",
         "api_keys",
+        "partner_keys_file",
     )
 
 

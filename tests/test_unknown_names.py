@@ -34,6 +34,7 @@ from graph.schema.context import Context
 from graph.schema.memory import Catalogs
 from graph.settings import Settings
 from tests.conftest import SCHEMA, app_client
+from tests.reports import cost
 from tests.test_ranking_api import ranking_url
 
 pytestmark = pytest.mark.anyio
@@ -270,27 +271,31 @@ async def test_a_lookup_of_one_unknown_object_is_null(execute, query: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("query", "data", "message"),
+    ("query", "data", "message", "costs"),
     [
         (
             'configurations(filter: {gpu: "A100"}) { totalCount }',
             None,
             "unknown GPU 'A100' in `filter.gpu`; `gpus` lists them",
+            (2, 0),
         ),
         (
             'configurations(filter: {task: "chat"}) { totalCount }',
             None,
             "unknown task 'chat' in `filter.task`; `tasks` lists them",
+            (2, 0),
         ),
         (
             'model(slug: "tiny-1b") { configurations(task: "chat") { id } }',
             {"model": None},
             "unknown task 'chat' in `task`; `tasks` lists them",
+            # model, configurations and 32 ids estimated; the answer holds `model: null`
+            (34, 1),
         ),
     ],
 )
 async def test_the_newcomers_first_queries_over_http(
-    ranking_url: str, query: str, data: Any, message: str
+    ranking_url: str, query: str, data: Any, message: str, costs: tuple[int, int]
 ) -> None:
     """The three silent answers of issue 18, through the app (and its fast path)."""
     settings = Settings(database_url=ranking_url, manifest=None)
@@ -310,5 +315,6 @@ async def test_the_newcomers_first_queries_over_http(
                         "extensions": {"code": "BAD_USER_INPUT"},
                     }
                 ],
+                "extensions": cost(*costs),
             },
         )

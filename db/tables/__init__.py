@@ -16,6 +16,7 @@ from db.tables.measurements import (
 )
 from db.tables.releases import (
     BlobRow,
+    CatalogRow,
     ReleaseChangesRow,
     ReleaseFileRow,
     ReleaseRow,
@@ -25,6 +26,7 @@ from db.tables.releases import (
 __all__ = [
     "Base",
     "BlobRow",
+    "CatalogRow",
     "ConfigurationRow",
     "DiffusionConfigurationRow",
     "GpuRow",

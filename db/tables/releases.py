@@ -137,3 +137,21 @@ class ReleaseChangesRow(Base):
 
     def __repr__(self) -> str:
         return f"ReleaseChangesRow({self.from_release} -> {self.to_release})"
+
+
+class CatalogRow(Base):
+    """A release's configurations as the API holds them in memory (db.catalog), written by
+    the ingest's transaction and read whole when a server loads the release: one read of one
+    value instead of every configuration's row. `format` names the layout of `data` (an LZ4
+    frame of JSON); a release without it, or with another format, is read row by row."""
+
+    __tablename__ = "catalogs"
+
+    release_id: Mapped[int] = mapped_column(
+        ForeignKey("releases.id", ondelete="CASCADE"), primary_key=True
+    )
+    format: Mapped[int]
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+
+    def __repr__(self) -> str:
+        return f"CatalogRow(release_id={self.release_id}, format={self.format})"

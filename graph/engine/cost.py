@@ -6,7 +6,8 @@ else the default page size, at most the maximum), every other list by the bound 
 `LIST_SIZES`, taken from the largest list in the 2026-02-16 data and rounded up. GitHub and
 Shopify cost their queries the same way. The actual cost applies the same rule to the lists
 the answer really holds (a plan counts it as it builds the answer: graph/engine/completion.py;
-an answer with errors is walked).
+an answer with errors is walked). `report` is the one shape every answer reports them in
+(`extensions.cost`, docs/keys.md).
 """
 
 from __future__ import annotations
@@ -394,3 +395,26 @@ def actual_cost(prepared: Prepared, operation_name: str | None, data: Any) -> in
         ("result shape", operation_name), lambda: _shape(prepared, operation_name)
     )
     return 0 if shape is None else cast(ResultShape, shape).count(data)
+
+
+def report(
+    requested: int | None, actual: int | None, throttle: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An answer's `extensions`: its cost, as GitHub and Shopify report it. `requested`: the
+    estimate charged before it ran (None: the request ended before its cost was estimated);
+    `actual`: the cost of what the answer holds (None: nothing ran); `throttle`: the state of
+    the bucket that was charged (`throttle_status`), when one was."""
+    cost: dict[str, Any] = {"requestedQueryCost": requested, "actualQueryCost": actual}
+    if throttle is not None:
+        cost["throttleStatus"] = throttle
+    return {"cost": cost}
+
+
+def throttle_status(capacity: int, available: float, restore_rate: float) -> dict[str, Any]:
+    """A bucket's state as `extensions.cost.throttleStatus` says it: its capacity, the whole
+    points it holds, and the points it regains a second."""
+    return {
+        "maximumAvailable": capacity,
+        "currentlyAvailable": math.floor(available),
+        "restoreRate": restore_rate,
+    }

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import strawberry
 from graphql import (
+    FieldNode,
     FragmentDefinitionNode,
     GraphQLError,
     OperationDefinitionNode,
@@ -36,10 +37,18 @@ from strawberry.types.graphql import OperationType as AllowedType
 
 from graph import internals
 from graph.caches import Budget
-from graph.engine import completion, plan
+from graph.engine import completion, plan, subscribe
 from graph.engine.cost import Size
 from graph.engine.limits import Account, limits_of, without_suggestions
-from graph.engine.prepared import Documents, Prepared, off_the_loop, small_key
+from graph.engine.prepared import (
+    Documents,
+    Lines,
+    Prepared,
+    off_the_loop,
+    small_key,
+    translate,
+)
+from graph.engine.validation import Limits
 from graph.errors import (
     TIMEOUT_MESSAGE,
     UNAVAILABLE_MESSAGE,
@@ -54,6 +63,11 @@ log = logging.getLogger("leadgreen")
 RULES = tuple(specified_rules)
 # graphql-core's: a client fixes its variables a few at a time.
 MAX_VARIABLE_ERRORS = 50
+# What a subscription transport runs: subscriptions, and queries (answered once).
+SUBSCRIBED = frozenset({AllowedType.SUBSCRIPTION, AllowedType.QUERY})
+# A request begun: its limits, its account, its document and the operation it runs.
+# (and the text the client sent, where its errors are placed)
+Begun = tuple[Limits, Account, Prepared, OperationDefinitionNode, str]
 
 
 class Engine:
@@ -78,6 +92,27 @@ class Engine:
         """The answer to one request. Raises strawberry's MissingQueryError (no query),
         CannotGetOperationTypeError (no operation by that name) and InvalidOperationTypeError
         (an operation of a type not `allowed`), as strawberry's `Schema.execute` does."""
+        begun = await self._begin(
+            query, context, operation_name, allowed or DEFAULT_ALLOWED_OPERATION_TYPES
+        )
+        if isinstance(begun, ExecutionResult):
+            return begun
+        try:
+            return await self._answered(
+                begun, variables, context, root_value, operation_name, operation_extensions
+            )
+        finally:
+            begun[1].prepared()  # (the new document's bounds, once its plan is made)
+
+    async def _begin(
+        self,
+        query: str | None,
+        context: Any,
+        operation_name: str | None,
+        allowed: Iterable[AllowedType],
+    ) -> Begun | ExecutionResult:
+        """The request's limits and account, its document read and the operation it names (an
+        answer when the document cannot be read)."""
         if not query:
             raise MissingQueryError
         limits = limits_of(context)
@@ -85,36 +120,70 @@ class Engine:
         try:
             prepared = await account.prepare(self.documents, query)
         except Exception as error:  # past a limit, or not a document (coded already)
+            account.prepared()
             if not isinstance(error, GraphQLError):
                 error = GraphQLError(str(error), original_error=error)
-            return self._answer(None, [error], {}, limits.field_suggestions)
-        operation = _operation(prepared, operation_name)
-        if AllowedType(operation.operation.value) not in (
-            allowed or DEFAULT_ALLOWED_OPERATION_TYPES
-        ):
-            raise InvalidOperationTypeError(AllowedType(operation.operation.value))
+            report = await account.report(None, None, executed=False)
+            return self._answer(None, [error], report, limits.field_suggestions)
+        try:
+            operation = _operation(prepared, operation_name)
+            if AllowedType(operation.operation.value) not in allowed:
+                raise InvalidOperationTypeError(AllowedType(operation.operation.value))
+        except BaseException:
+            account.prepared()
+            raise
+        return limits, account, prepared, operation, query
+
+    async def _answered(
+        self,
+        begun: Begun,
+        variables: dict[str, Any] | None,
+        context: Any,
+        root_value: Any,
+        operation_name: str | None,
+        operation_extensions: dict[str, Any] | None,
+    ) -> ExecutionResult:
+        """A query's answer: admitted (validated, charged), then run."""
+        limits, account, prepared, operation, query = begun
         # strawberry names the operation by the first one's name when the client names none.
         name = operation_name if operation_name is not None else _name(prepared)
+        refused = await self._admit(account, prepared, name, operation_name, variables)
+        if refused:
+            report = await account.report(prepared, name, executed=False)
+            return self._answer(None, refused, report, limits.field_suggestions, query, prepared)
         try:
-            refused = await account.admit(
+            data, errors, counted = await self._run(
+                prepared,
+                operation,
+                variables or {},
+                context,
+                root_value,
+                operation_extensions,
+                account,
+            )
+        except Exception as error:  # a bug: masked
+            data, errors, counted = None, [GraphQLError(str(error), original_error=error)], None
+        report = await account.report(prepared, name, True, data, bool(errors), counted)
+        return self._answer(data, errors, report, limits.field_suggestions, query, prepared)
+
+    async def _admit(
+        self,
+        account: Account,
+        prepared: Prepared,
+        name: str | None,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+    ) -> list[GraphQLError]:
+        """The operation validated and charged: the errors that refuse it (none: admitted)."""
+        try:
+            return await account.admit(
                 prepared, self.core, RULES, name, operation_name, variables, self.sizes
             )
         except Exception as error:  # a bug here must not reach the client unmasked
             request_id = uuid.uuid4().hex
             log.error("request %s failed checking limits", request_id, exc_info=error)
             body = internal_error(request_id)
-            refused = [GraphQLError(str(body["message"]), extensions=body["extensions"])]
-        if refused:
-            report = await account.report(prepared, name, executed=False)
-            return self._answer(None, refused, report, limits.field_suggestions)
-        try:
-            data, errors, counted = await self._run(
-                prepared, operation, variables or {}, context, root_value, operation_extensions
-            )
-        except Exception as error:  # a bug: masked
-            data, errors, counted = None, [GraphQLError(str(error), original_error=error)], None
-        report = await account.report(prepared, name, True, data, bool(errors), counted)
-        return self._answer(data, errors, report, limits.field_suggestions)
+            return [GraphQLError(str(body["message"]), extensions=body["extensions"])]
 
     async def _run(
         self,
@@ -124,6 +193,7 @@ class Engine:
         context: Any,
         root_value: Any,
         extensions: dict[str, Any] | None,
+        account: Account | None = None,
     ) -> tuple[dict[str, Any] | None, list[GraphQLError], int | None]:
         """The operation's data, errors and counted cost: its variables coerced, then its
         plan (made off the loop for a large document) run."""
@@ -136,18 +206,97 @@ class Engine:
             return None, [GraphQLError(message, operation)], None
         if operation.operation is not OperationType.QUERY:  # strawberry builds queries only here
             raise NotImplementedError(f"{operation.operation.value} operations")
+        definitions, selection = await self._plan(prepared, operation, coerced)
+        if account is not None:
+            account.prepared()
+        memo = None
+        if prepared.once(("introspection", id(operation)), lambda: _introspection(operation)):
+            found = small_key(coerced)  # the schema's own fields: the answer is the schema's
+            memo = None if found is None else ("introspection answer", id(operation), found)
+            answered = None if memo is None else prepared.memos.get(memo)
+            if answered is not None:
+                return answered[0], [], answered[1]
+        run = completion.Run(core, operation, definitions, coerced, context, root_value, extensions)
+        data = await completion.execute(selection, run)
+        if memo is not None and not run.errors:
+            prepared.memos[memo] = (data, run.cost)
+        return data, run.errors, run.cost
+
+    async def _plan(
+        self, prepared: Prepared, operation: OperationDefinitionNode, coerced: Any
+    ) -> tuple[dict[str, FragmentDefinitionNode], completion.Selection]:
+        """The document's fragments and the operation's plan (made once, off the loop for a
+        large document)."""
         definitions, details = prepared.once(("fragments",), lambda: _fragments(prepared))
         where = plan.place(prepared, operation, details, coerced)
         selection: completion.Selection | None = None if where is None else where[0].get(where[1])
         if selection is None:
             selection = await off_the_loop(
-                len(prepared.text), plan.compile_plan, core, operation, details, coerced
+                len(prepared.text), plan.compile_plan, self.core, operation, details, coerced
             )
             if where is not None:
                 where[0][where[1]] = selection
-        run = completion.Run(core, operation, definitions, coerced, context, root_value, extensions)
-        data = await completion.execute(selection, run)
-        return data, run.errors, run.cost
+        return definitions, selection
+
+    async def subscribe(
+        self,
+        query: str | None,
+        variables: dict[str, Any] | None = None,
+        context: Any = None,
+        operation_name: str | None = None,
+        allowed: Iterable[AllowedType] = SUBSCRIBED,
+    ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+        """A subscription's events, each completed by the operation's plan as a query's answer
+        is (graph/engine/subscribe.py); or one answer: a query's (the way `execute` answers),
+        or the errors that refused the operation before its stream began. Limits and cost are
+        a query's: the operation is read, validated and charged once, when it starts."""
+        begun = await self._begin(query, context, operation_name, allowed)
+        if isinstance(begun, ExecutionResult):
+            return begun
+        try:
+            return await self._subscribed(begun, variables, context, operation_name)
+        finally:
+            begun[1].prepared()
+
+    async def _subscribed(
+        self,
+        begun: Begun,
+        variables: dict[str, Any] | None,
+        context: Any,
+        operation_name: str | None,
+    ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+        """A subscription's events, once it is begun (or the errors that refuse it)."""
+        limits, account, prepared, operation, query = begun
+        if operation.operation is not OperationType.SUBSCRIPTION:
+            return await self._answered(begun, variables, context, None, operation_name, None)
+        name = operation_name if operation_name is not None else _name(prepared)
+        refused = await self._admit(account, prepared, name, operation_name, variables)
+        if refused:
+            report = await account.report(prepared, name, executed=False)
+            return self._answer(None, refused, report, limits.field_suggestions, query, prepared)
+        coerced = self._coerced(prepared, operation, variables or {})
+        unrun = await account.report(prepared, name, executed=False)
+        if isinstance(coerced, list):
+            return self._answer(None, coerced, unrun, limits.field_suggestions, query, prepared)
+        if self.core.get_root_type(operation.operation) is None:
+            message = "Schema is not configured to execute subscription operation."
+            return self._answer(None, [GraphQLError(message, operation)], unrun, True)
+        definitions, selection = await self._plan(prepared, operation, coerced)
+        source = await subscribe.source(
+            self.core, selection, operation, definitions, coerced, context
+        )
+        if isinstance(source, GraphQLError):
+            return self._answer(None, [source], unrun, limits.field_suggestions)
+
+        def answer(
+            data: dict[str, Any] | None, errors: list[GraphQLError], counted: int | None
+        ) -> ExecutionResult:
+            report = account.event(prepared, name, data, bool(errors), counted)
+            return self._answer(data, errors, report, limits.field_suggestions, query, prepared)
+
+        return subscribe.events(
+            source, selection, self.core, operation, definitions, coerced, context, answer
+        )
 
     def _coerced(
         self, prepared: Prepared, operation: OperationDefinitionNode, variables: dict[str, Any]
@@ -178,14 +327,48 @@ class Engine:
         errors: list[GraphQLError],
         extensions: dict[str, Any],
         suggestions: bool,
+        text: str | None = None,
+        prepared: Prepared | None = None,
     ) -> ExecutionResult:
-        """The result: its errors logged as strawberry logs them, then coded and masked."""
+        """The result: its errors logged as strawberry logs them, then coded and masked (and
+        placed in `text` when it was prepared as another text with the same tokens)."""
         if errors:
+            if text is not None and prepared is not None and prepared.text != text:
+                errors = [relocated(error, prepared.text, text) for error in errors]
             self.schema.process_errors(errors)
             if not suggestions:
                 without_suggestions(errors)
             errors = [coded(error) for error in errors]
         return ExecutionResult(data=data, errors=errors or None, extensions=extensions)
+
+
+_INTROSPECTION = frozenset({"__schema", "__type", "__typename"})
+
+
+def _introspection(operation: OperationDefinitionNode) -> bool:
+    """Whether the operation asks the schema about itself only (its root fields `__schema`,
+    `__type`, `__typename`): its answer depends on the schema and its variables alone."""
+    return all(
+        isinstance(selection, FieldNode) and selection.name.value in _INTROSPECTION
+        for selection in operation.selection_set.selections
+    )
+
+
+def relocated(error: GraphQLError, prepared: str, text: str) -> GraphQLError:
+    """`error`, found in the document as first sent (`prepared`), at its place in `text`."""
+    if not error.positions:
+        return error
+    positions = [translate(p, prepared, text) for p in error.positions]
+    if any(p is None for p in positions):
+        return error
+    return GraphQLError(
+        error.message,
+        source=Lines(text),
+        positions=[p for p in positions if p is not None],
+        path=error.path,
+        original_error=error.original_error,
+        extensions=error.extensions,
+    )
 
 
 def _operation(prepared: Prepared, name: str | None) -> OperationDefinitionNode:
@@ -273,12 +456,17 @@ class Schema(strawberry.Schema):
         self,
         query: type,
         *,
+        subscription: type | None = None,
         types: Iterable[type] = (),
         config: Any = None,
         sizes: Mapping[str, Size] | None = None,
         documents: Documents | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(query=query, types=list(types), config=config)
+        # `options`: a subclass's schema's own (strawberry.federation.Schema's version).
+        super().__init__(
+            query=query, subscription=subscription, types=list(types), config=config, **options
+        )
         if documents is None:
             documents = Documents(Budget(Settings.model_construct().cache_max_bytes).documents)
         self.engine = Engine(self, sizes or {}, documents)
@@ -302,6 +490,18 @@ class Schema(strawberry.Schema):
             allowed_operation_types,
             operation_extensions,
         )
+
+    async def subscribe(  # type: ignore[override]
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+        """`Engine.subscribe`: a subscription's events, or one answer."""
+        return await self.engine.subscribe(query, variable_values, context_value, operation_name)
 
     def execute_sync(self, *args: Any, **kwargs: Any) -> ExecutionResult:
         """Not taken: the engine runs resolvers that await (use `execute`)."""

@@ -12,6 +12,7 @@ did not use is given back after it.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import re
@@ -22,10 +23,10 @@ from typing import Any, Protocol
 from graphql import GraphQLError, GraphQLSchema, OperationDefinitionNode
 
 from graph.caches import Bounded, fixed
-from graph.engine.cost import Size, actual_cost, requested_cost
-from graph.engine.prepared import Documents, Prepared, off_the_loop, parsed
+from graph.engine.cost import Size, actual_cost, report, requested_cost, throttle_status
+from graph.engine.prepared import CLIENT, PREPARING, Documents, Prepared, off_the_loop, parsed
 from graph.engine.validation import Limits, validation_errors
-from graph.errors import Code, refusal, throttled
+from graph.errors import Code, key_max_cost_exceeded, refusal, throttled
 from graph.settings import Settings
 
 clock = time.monotonic  # the buckets' clock; tests set their own
@@ -69,10 +70,24 @@ def without_suggestions(errors: list[GraphQLError]) -> None:
             error.message = _SUGGESTION.sub("", error.message)
 
 
+# The texts being read (parsed) now, each with what its readers wait for: a request for a
+# text another is reading waits for that document instead of reading it again.
+READING: dict[str, asyncio.Future[None]] = {}
+
+
 class Account:
     """What one request pays, and the cost report of its answer (`extensions.cost`)."""
 
-    __slots__ = ("available", "bucket", "client", "context", "limits", "refused", "requested")
+    __slots__ = (
+        "available",
+        "bucket",
+        "client",
+        "context",
+        "limits",
+        "preparing",
+        "refused",
+        "requested",
+    )
 
     def __init__(self, limits: Limits, context: Any) -> None:
         self.limits, self.context = limits, context
@@ -81,6 +96,8 @@ class Account:
         self.client = "anonymous"
         self.available: float | None = None
         self.refused = False
+        # The new document this request prepares (its client and size), while it does.
+        self.preparing: tuple[str, int] | None = None
 
     async def prepare(self, documents: Documents, text: str) -> Prepared:
         """The document of `text`, prepared once per process: refused past the size limit; a
@@ -94,11 +111,41 @@ class Account:
                 Code.DOCUMENT_TOO_LARGE,
             )
         prepared = documents.get(text, limits.tokens)
+        reading = READING.get(text)
+        if prepared is None and reading is not None:  # read for another request now: wait
+            await asyncio.shield(reading)
+            prepared = documents.get(text, limits.tokens)
         if prepared is None:
-            await self._pay_for_reading(text)
-            parsing = await off_the_loop(len(text), parsed, text, limits.tokens)
-            prepared = documents.keep(parsing, limits.tokens)
+            self._enter(len(text))
+            done = READING[text] = asyncio.get_running_loop().create_future()
+            try:
+                await self._pay_for_reading(text)
+                parsing = await off_the_loop(len(text), parsed, text, limits.tokens)
+                prepared = documents.keep(parsing, limits.tokens)
+            finally:
+                if READING.get(text) is done:
+                    del READING[text]
+                done.set_result(None)
         return prepared
+
+    def _enter(self, size: int) -> None:
+        """Begin preparing a new document of `size` characters, within the bounds on new
+        documents (`PREPARING`): PREPARATION_BUSY past them."""
+        client = CLIENT.get()
+        if not PREPARING.enter(client, size):
+            raise refusal(
+                "The server is busy preparing new documents (this client's, or as many as it "
+                "prepares at once); send it again shortly, or send a document it has run.",
+                Code.PREPARATION_BUSY,
+                retryAfter=1,
+            )
+        self.preparing = client, size
+
+    def prepared(self) -> None:
+        """The new document's preparation (parse, validation, cost, plan) is over."""
+        if self.preparing is not None:
+            PREPARING.leave(*self.preparing)
+            self.preparing = None
 
     async def _pay_for_reading(self, text: str) -> None:
         """Charge the client for parsing and validating a document this process has not
@@ -110,6 +157,7 @@ class Account:
         fee = math.ceil(_weighed_bytes(text) * self.limits.byte_cost)
         client = getattr(self.context, "client", None) or "anonymous"
         allowed, available, retry_after = await _maybe(bucket.take(client, fee, clock()))
+        self.bucket, self.client, self.available = bucket, client, available
         if not allowed:
             raise refusal(
                 f"Throttled: reading a new document of this size costs {fee} and "
@@ -187,6 +235,10 @@ class Account:
         if not limits.rate_limit or bucket is None:
             return []
         self.bucket, self.client = bucket, getattr(self.context, "client", None) or "anonymous"
+        key_max = getattr(bucket, "max_cost", None)  # an API key's tier's (a `TierBucket`)
+        if key_max is not None and self.requested > key_max:
+            self.refused = True
+            return [key_max_cost_exceeded(self.requested, key_max, bucket.tier_name)]
         allowed, self.available, retry_after = await _maybe(
             bucket.take(self.client, self.requested, clock())
         )
@@ -208,31 +260,43 @@ class Account:
         errors: bool = False,
         counted: int | None = None,
     ) -> dict[str, Any]:
-        """`cost` for an answer without errors (its actual cost: `counted` as the answer was
-        built, else walked), or for one refused for its cost; none otherwise. The bucket gets
-        back what an executed query did not use, whatever the answer."""
-        requested = self.requested
-        if requested is None:
-            return {}
-        actual = None
-        if executed and prepared is not None:
-            actual = counted if counted is not None and not errors else None
-            if actual is None:
-                actual = actual_cost(prepared, operation_name, data)
+        """The answer's `extensions` (`cost.report`): its requested cost once estimated, its
+        actual cost once it ran (`counted` as the answer was built, else walked: an answer
+        with errors), and the bucket's state once one was charged. The bucket gets back what
+        an executed query did not use, whatever the answer."""
+        requested, actual = self.requested, None
+        if executed and prepared is not None and requested is not None:
+            actual = _actual(prepared, operation_name, data, errors, counted)
             if self.bucket is not None and not self.refused:
                 self.available = await _maybe(
                     self.bucket.refund(self.client, requested - actual, clock())
                 )
-        if not self.refused and (not executed or errors):
-            return {}
-        cost: dict[str, Any] = {"requestedQueryCost": requested, "actualQueryCost": actual}
+        throttle = None
         if self.bucket is not None and self.available is not None:
-            cost["throttleStatus"] = {
-                "maximumAvailable": self.bucket.capacity,
-                "currentlyAvailable": math.floor(self.available),
-                "restoreRate": self.bucket.restore_rate,
-            }
-        return {"cost": cost}
+            bucket = self.bucket
+            throttle = throttle_status(bucket.capacity, self.available, bucket.restore_rate)
+        return report(requested, actual, throttle)
+
+    def event(
+        self,
+        prepared: Prepared,
+        operation_name: str | None,
+        data: Any,
+        errors: bool,
+        counted: int | None,
+    ) -> dict[str, Any]:
+        """A subscription event's `extensions`: the subscription's requested cost (charged
+        once, when it began) and the event's actual cost; no bucket was charged for it."""
+        return report(self.requested, _actual(prepared, operation_name, data, errors, counted))
+
+
+def _actual(
+    prepared: Prepared, operation_name: str | None, data: Any, errors: bool, counted: int | None
+) -> int:
+    """An answer's actual cost: as counted while it was built, else (with errors) walked."""
+    if counted is not None and not errors:
+        return counted
+    return actual_cost(prepared, operation_name, data)
 
 
 def _operations(prepared: Prepared) -> int:

@@ -48,11 +48,11 @@ def compile_plan(
     fragments: Any,
     variables: Any,
 ) -> Selection:
-    """The plan of a query operation: the selection on the query type (graphql-core's
-    fragment details, the coerced variables). Touches nothing shared: a worker thread may run
-    it."""
-    root = schema.query_type
-    assert root is not None  # strawberry builds a schema with a query type
+    """The plan of a query or subscription operation: the selection on its root type
+    (graphql-core's fragment details, the coerced variables); a subscription's plan completes
+    each event. Touches nothing shared: a worker thread may run it."""
+    root = schema.get_root_type(operation.operation)
+    assert root is not None  # the engine checks the schema has the operation's root type
     compiler = _Compiler(schema, operation, fragments, variables)
     return compiler.selection(
         root, internals.collect_fields(schema, fragments, variables, root, operation)
@@ -107,8 +107,11 @@ class _Compiler:
         if definition is None:  # graphql-core leaves it out of the answer
             return None
         attribute = internals.plain_attribute(definition)
-        resolve, resolver_info = None, False
-        if attribute is None:
+        resolve: internals.Resolve | None = None
+        resolver_info = False
+        if definition.subscribe is not None:  # a subscription's root field: its event
+            attribute, resolve = None, _event
+        elif attribute is None:
             resolve, resolver_info = internals.resolver(definition, self.schema) or (
                 _default_resolver,
                 True,
@@ -199,6 +202,12 @@ class _Compiler:
         else:
             item, reads = self.completion(item_type, details, nodes, where)
         return completion.items(type_, item, nodes, where, quick), reads
+
+
+def _event(source: Any, _info: Any, _arguments: dict[str, Any]) -> Any:
+    """A subscription root field's value in one event's execution: the event (graphql-core's
+    `resolve` of such a field, as strawberry makes it)."""
+    return source
 
 
 def _default_resolver(source: Any, info: Any, arguments: dict[str, Any]) -> Any:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import gc
 import re
+import sys
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -37,6 +40,8 @@ T = TypeVar("T")
 # graphql-core 3.3), and what its memos may add to it.
 PARSED_BYTES_PER_CHAR = 100
 MEMO_BYTES = 64 * 1024
+# What remembering one more text of a document holds besides its text and key.
+TEXT_BYTES = 200
 # The most variable combinations one document's costs and collected selections are kept for.
 MEMO_ENTRIES = 64
 
@@ -186,20 +191,99 @@ def _parse(text: str, max_tokens: int) -> DocumentNode:
 def parsed(text: str, max_tokens: int) -> Prepared:
     """`text` parsed within `max_tokens`, not yet kept (it touches nothing shared: a worker
     thread may run it, see `off_the_loop`)."""
-    return Prepared(text, _parse(text, max_tokens))
+    document = _parse(text, max_tokens)
+    _unchain(document)
+    return Prepared(text, document)
+
+
+def _unchain(document: DocumentNode) -> None:
+    """Cut the lexer's tokens apart (each links to the one before and after it): the nodes
+    keep the tokens they start and end at, and a document no longer forms cycles, so that
+    it is freed as soon as it is let go of, without the garbage collector."""
+    token = document.loc.start_token if document.loc is not None else None
+    while token is not None:
+        token.prev, token.next, token = None, None, token.next
 
 
 # Documents up to this size are parsed and validated on the event loop (a few milliseconds at
 # most); larger ones in WORKER, one at a time, so that the loop keeps answering meanwhile.
 INLINE_CHARS = 512
 WORKER = ThreadPoolExecutor(1, thread_name_prefix="leadgreen-documents")
+# Who sends the request being answered (graph/server/handler.py sets it: the rate limiter's
+# client, else the peer's address), for the bounds on new-document work.
+CLIENT: ContextVar[str] = ContextVar("leadgreen_client", default="anonymous")
+# New documents one client (or one address, which may be a proxy's) may have in preparation
+# at once, and large ones (WORKER's) in all.
+PER_CLIENT = 4
+IN_WORKER = 2
+
+
+class Preparing:
+    """New-document work under way (parse, validation, cost, plan: what no cache answers),
+    bounded per client (`per_client`) and, for documents prepared in WORKER, in all
+    (`in_worker`); past a bound the request is refused at once (PREPARATION_BUSY), so that
+    the worker's queue stays short and no client holds it."""
+
+    def __init__(self, per_client: int = PER_CLIENT, in_worker: int = IN_WORKER) -> None:
+        self.per_client, self.in_worker = per_client, in_worker
+        self.clients: dict[str, int] = {}
+        self.large = 0
+
+    def enter(self, client: str, size: int) -> bool:
+        """Whether `client` may prepare a new document of `size` characters now (then it
+        must `leave` once done)."""
+        large = size > INLINE_CHARS
+        if self.clients.get(client, 0) >= self.per_client or (
+            large and self.large >= self.in_worker
+        ):
+            return False
+        self.clients[client] = self.clients.get(client, 0) + 1
+        self.large += large
+        return True
+
+    def leave(self, client: str, size: int) -> None:
+        left = self.clients[client] - 1
+        if left:
+            self.clients[client] = left
+        else:
+            del self.clients[client]
+        self.large -= size > INLINE_CHARS
+
+
+PREPARING = Preparing()
+
+
+# The interpreter's switch interval (5 ms by default): how long the loop may wait for the
+# interpreter while WORKER holds it, each time the loop gave it up (every read and write).
+# Measured with bench.hostile --default: the simple query's p99 247 ms at 0.5 ms, 400 at 5.
+SWITCH_SECONDS = 0.0005
 
 
 async def off_the_loop(size: int, work: Callable[..., T], *args: Any) -> T:
-    """`work(*args)`: on the loop for a small document (`size` characters), else in WORKER."""
+    """`work(*args)`: on the loop for a small document (`size` characters), else in WORKER,
+    with the collector paused (`uncollected`)."""
     if size <= INLINE_CHARS:
         return work(*args)
-    return await asyncio.get_running_loop().run_in_executor(WORKER, work, *args)
+    if sys.getswitchinterval() > SWITCH_SECONDS:
+        sys.setswitchinterval(SWITCH_SECONDS)
+    return await asyncio.get_running_loop().run_in_executor(WORKER, uncollected, work, *args)
+
+
+def uncollected(work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)` with the garbage collector paused. Preparing a large document allocates
+    tens of thousands of objects that all live until it is done (a parse, its validation, its
+    plan: no cycles, the lexer's tokens unchained), so every young collection meanwhile scans
+    them, finds nothing, and moves them on to older generations, until a full collection of
+    the whole heap follows; each holds the interpreter, and so the event loop. Measured with
+    `python -m bench.hostile --quick --default` (bench/HOSTILE.md). What the loop meanwhile
+    leaves for the collector is collected once the preparation ends."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return work(*args)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _more_tokens_than(text: str, limit: int) -> bool:
@@ -213,12 +297,71 @@ def _more_tokens_than(text: str, limit: int) -> bool:
     return True
 
 
+# What the lexer skips between tokens (GraphQL's ignored characters: spaces, tabs, line
+# breaks, commas, a byte order mark, comments), and its strings, kept verbatim.
+_IGNORED = re.compile(r"(?:[\t \n\r,\ufeff]|#[^\n\r]*)+")
+_STRING_OR_COMMENT = re.compile(r'("""(?:\\"""|(?!""")[\s\S])*"""|"(?:[^"\\\n\r]|\\.)*")|#[^\n\r]*')
+_CHUNK = re.compile(
+    r'"""(?:\\"""|(?!""")[\s\S])*"""|"(?:[^"\\\n\r]|\\.)*"|#[^\n\r]*|[{}()\[\]:$!@=|&]'
+    r'|[^\t \n\r,\ufeff"#{}()\[\]:$!@=|&]+'
+)
+# A punctuator (but the spread's dots, which a number may hold) and the space around it.
+_AROUND = re.compile(r" ?([{}()\[\]:$!@=|&]) ?")
+
+
+def significant(text: str) -> str:
+    """The document's significant tokens: `text` without its comments, each run of ignored
+    characters between tokens one space (none next to a punctuator), its strings as written.
+    Two texts with the same significant tokens are one document (they differ only where the
+    lexer does not look), so they share one preparation; a text this cannot read for sure (a
+    quote outside a string: not a document) is its own key."""
+    if '"' not in text:
+        return _AROUND.sub(r"\1", _IGNORED.sub(" ", text)).strip(" ")
+    out, between = [], []
+    for i, piece in enumerate(_STRING_OR_COMMENT.split(text)):
+        if i % 2 == 0:  # between strings and comments
+            if '"' in piece:
+                return text
+            between.append(piece)
+        elif piece is None:  # a comment
+            between.append(" ")
+        else:  # a string
+            out.append(_AROUND.sub(r"\1", _IGNORED.sub(" ", "".join(between))))
+            out.append(piece)
+            between = []
+    out.append(_AROUND.sub(r"\1", _IGNORED.sub(" ", "".join(between))))
+    return "".join(out).strip(" ")
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    """The offsets and texts of `text`'s runs of significant characters (its strings whole)."""
+    return [(m.start(), m.group()) for m in _CHUNK.finditer(text) if m.group()[0] != "#"]
+
+
+def translate(position: int, source: str, target: str) -> int | None:
+    """`position` in `source` at the same place of `target`, a text with the same significant
+    tokens; None when it cannot be placed."""
+    here, there = _chunks(source), _chunks(target)
+    if [c for _, c in here] != [c for _, c in there]:
+        return None
+    at = bisect.bisect_right([start for start, _ in here], position) - 1
+    if at < 0:
+        return min(position, there[0][0]) if there else position
+    start, chunk = here[at]
+    return there[at][0] + min(position - start, len(chunk))
+
+
 class Documents:
-    """The documents a schema has run lately, within `max_bytes`."""
+    """The documents a schema has run lately, within `max_bytes`: each kept once by its
+    significant tokens (`significant`), and every text it was sent as remembered briefly."""
 
     def __init__(self, max_bytes: int) -> None:
         self._kept: Bounded[tuple[str, int], Prepared] = Bounded(
-            max_bytes, lambda prepared: prepared.size
+            max_bytes - max_bytes // 8, lambda prepared: prepared.size
+        )
+        # A text's significant tokens, when they are not the text itself.
+        self._texts: Bounded[tuple[str, int], str] = Bounded(
+            max_bytes // 8, lambda key: 2 * len(key) + TEXT_BYTES
         )
 
     def prepare(self, text: str, max_tokens: int) -> Prepared:
@@ -230,18 +373,28 @@ class Documents:
         return prepared
 
     def get(self, text: str, max_tokens: int) -> Prepared | None:
-        """The document of `text` when it is prepared already."""
-        return self._kept.get((text, max_tokens))
+        """The document of `text` when it is prepared already (sent as `text`, or as another
+        text with the same significant tokens)."""
+        kept = self._kept.get((text, max_tokens))
+        if kept is not None:
+            return kept
+        key = self._texts.get((text, max_tokens))
+        if key is None:
+            key = significant(text)
+            if key == text:
+                return None
+            self._texts[(text, max_tokens)] = key
+        return self._kept.get((key, max_tokens))
 
     def keep(self, prepared: Prepared, max_tokens: int) -> Prepared:
         """Remember a document parsed within `max_tokens` (the one kept already, if another
         request parsed it meanwhile)."""
-        key = (prepared.text, max_tokens)
-        return self._kept.setdefault(key, prepared)
+        key = significant(prepared.text)
+        return self._kept.setdefault((key, max_tokens), prepared)
 
     def __len__(self) -> int:
         return len(self._kept)
 
     @property
     def bytes(self) -> float:
-        return self._kept.bytes
+        return self._kept.bytes + self._texts.bytes

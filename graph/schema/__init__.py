@@ -16,7 +16,9 @@ from graph.caches import Bounded, Budget
 from graph.engine.execution import Schema
 from graph.engine.prepared import Documents
 from graph.schema.costs import LIST_SIZES
+from graph.schema.federation import Subgraph
 from graph.schema.query import Query
+from graph.schema.subscription import Subscription
 from graph.schema.types.model import ImageConfiguration, VideoConfiguration
 from graph.settings import Settings
 
@@ -25,14 +27,18 @@ NAMES_BYTES = 256 * 1024
 
 
 def build_schema(settings: Settings | None = None) -> Schema:
-    """The schema, with LeadGreen's limits, error masking and execution; the documents it runs
-    are kept within the settings' cache budget."""
-    budget = Budget((settings or Settings.model_construct()).cache_max_bytes)
+    """The schema, with LeadGreen's limits, error masking and execution, as a Federation 2
+    subgraph (graph/schema/federation.py); the documents it runs are kept within the settings'
+    cache budget."""
+    settings = settings or Settings.model_construct()
+    budget = Budget(settings.cache_max_bytes)
     names: Bounded[str, str] = Bounded(NAMES_BYTES, lambda name: 100 + 2 * len(name))
-    return Schema(
+    return Subgraph(
         Query,
+        subscription=Subscription,
         types=[ImageConfiguration, VideoConfiguration],
         config=StrawberryConfig(name_converter=internals.CachedNames(names)),
         sizes=LIST_SIZES,
         documents=Documents(budget.documents),
+        page_size=settings.default_page_size,
     )

@@ -6,7 +6,32 @@ sized by their page size, not here.
 
 from __future__ import annotations
 
-from graph.engine.cost import Arguments, Size, fixed, length_of, per_task, tasks_of_changes
+from collections.abc import Mapping
+
+from graphql import (
+    GraphQLNamedType,
+    GraphQLOutputType,
+    GraphQLSchema,
+    get_named_type,
+    get_nullable_type,
+    is_composite_type,
+    is_leaf_type,
+    is_list_type,
+    is_object_type,
+)
+from strawberry import UNSET
+from strawberry.federation.schema_directives import Cost, ListSize
+
+from graph.engine.cost import (
+    DEFAULT_LIST_SIZE,
+    PAGE_LISTS,
+    Arguments,
+    Size,
+    fixed,
+    length_of,
+    per_task,
+    tasks_of_changes,
+)
 
 # The types with a configuration's `history`.
 HISTORIES = (
@@ -70,9 +95,108 @@ LIST_SIZES: dict[str, Size] = {
     # Across releases: one entry per release (9 upstream commits touch the data since launch).
     "Query.timeline": fixed(16),
     "Query.nodes": length_of("ids"),
+    # Federation's entities: one per representation the gateway sends.
+    "Query._entities": length_of("representations"),
     **{f"{t}.history": fixed(16) for t in HISTORIES},
     "ConfigurationVersion.changed": fixed(8),
     "Release.files": fixed(128),  # 71
     "ReleaseSummary.tasks": fixed(8),  # 7
     "TaskSummary.fieldChanges": fixed(16),
 }
+
+
+# The directives of demand control (IBM's cost specification, Federation 2.9's @cost and
+# @listSize), derived from the sizes above and the engine's rule, so that a gateway's estimate
+# and the server's charge are made of the same figures (docs/federation.md).
+def list_size_of(size: Size) -> int:
+    """The elements a gateway assumes for a list the server sizes so: the largest the server
+    charges when the arguments it reads are not given (`per_task`: every task); a list as long
+    as a list argument (`length_of`) is assumed DEFAULT_LIST_SIZE long."""
+    largest = max(size({}, {}), size({"task": None}, {}), size({}, {"task": None}))
+    return largest or DEFAULT_LIST_SIZE
+
+
+def sized_by_first(size: Size) -> bool:
+    """Whether the list's size is the `first` of the field above it (`plans_asked`)."""
+    return size({}, {"first": 3}) == 3 and size({}, {"first": 7}) == 7
+
+
+def demand_control(
+    schema: GraphQLSchema, sizes: Mapping[str, Size], page_size: int
+) -> dict[tuple[str, str], list[object]]:
+    """The @cost and @listSize directives of each field (type name, field name) that needs them
+    for a gateway to charge what `graph.engine.cost` charges: every field costs 1 (a leaf's
+    default weight is 0: `@cost(weight: 1)`); a list of objects is charged once per element
+    (`@listSize(assumedSize:)` its size here, else DEFAULT_LIST_SIZE), a list of leaves once
+    (`assumedSize: 1`); a field with `first` sizes its connection's `nodes` and `edges` (and
+    any list sized by it) by `first`, else by the default page size."""
+    found: dict[tuple[str, str], list[object]] = {}
+    for type_ in schema.type_map.values():
+        # Apollo's composition takes them on object types' fields alone.
+        if type_.name.startswith("__") or not is_object_type(type_):
+            continue
+        for name, field in type_.fields.items():
+            named = get_named_type(field.type)
+            directives: list[object] = []
+            size = sizes.get(f"{type_.name}.{name}")
+            if is_leaf_type(named):
+                directives.append(Cost(weight=1))
+            if _is_list(field.type):
+                if is_leaf_type(named):
+                    directives.append(assumed_size(1))
+                elif not _sized_above(name, size):
+                    assumed = DEFAULT_LIST_SIZE if size is None else list_size_of(size)
+                    directives.append(assumed_size(assumed))
+            elif "first" in field.args and is_composite_type(named):
+                sized = _sized_fields(named, sizes)
+                if sized:
+                    directives.append(
+                        ListSize(
+                            assumed_size=_assumed(named, sized, sizes, page_size),
+                            slicing_arguments=["first"],
+                            sized_fields=sized,
+                            require_one_slicing_argument=False,
+                        )
+                    )
+            if directives:
+                found[(type_.name, name)] = directives
+    return found
+
+
+def assumed_size(size: int) -> ListSize:
+    """`@listSize(assumedSize: size)`, its other arguments left out of the SDL."""
+    return ListSize(
+        assumed_size=size,
+        slicing_arguments=UNSET,
+        sized_fields=UNSET,
+        require_one_slicing_argument=UNSET,
+    )
+
+
+def _is_list(type_: GraphQLOutputType) -> bool:
+    return is_list_type(get_nullable_type(type_))
+
+
+def _sized_fields(type_: GraphQLNamedType, sizes: Mapping[str, Size]) -> list[str]:
+    """The lists of a type that the `first` of a field returning it sizes."""
+    fields = getattr(type_, "fields", {})
+    return [
+        name
+        for name, field in fields.items()
+        if _is_list(field.type) and _sized_above(name, sizes.get(f"{type_.name}.{name}"))
+    ]
+
+
+def _sized_above(name: str, size: Size | None) -> bool:
+    """Whether a list is sized by the `first` of the field above it: a connection's page (its
+    `nodes` or `edges`, without a size of their own), or a list its Size says is."""
+    return (size is None and name in PAGE_LISTS) or (size is not None and sized_by_first(size))
+
+
+def _assumed(
+    type_: GraphQLNamedType, sized: list[str], sizes: Mapping[str, Size], page_size: int
+) -> int:
+    """Without `first`: the default page for a connection, else the list's own default."""
+    if any(name in PAGE_LISTS for name in sized):
+        return page_size
+    return max(sizes[f"{type_.name}.{name}"]({}, {}) for name in sized)

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from db.database import create_engine, create_tables, normalize_url, sessionmaker
 from graph.caches import Budget
@@ -32,9 +32,15 @@ from graph.server.edge import Edge
 from graph.server.exports import export_routes
 from graph.server.graphiql import GraphiQL
 from graph.server.handler import Execute, GraphQLHandler
-from graph.server.observability import Metrics, RequestLog, make_tracing, quiet_expected_errors
+from graph.server.observability import (
+    Metrics,
+    RequestLog,
+    Streams,
+    make_tracing,
+    quiet_expected_errors,
+)
 from graph.server.protocol import Reader, negotiate
-from graph.server.ratelimit import RateLimiter
+from graph.server.ratelimit import RateLimiter, believed_proxies
 from graph.server.release import ReleaseWatcher, read_current
 from graph.server.response_cache import (
     REDIS_TTL_SECONDS,
@@ -43,6 +49,14 @@ from graph.server.response_cache import (
     make_cache,
 )
 from graph.server.responses import choose, compress, http_error
+from graph.server.subscriptions import (
+    EventStreams,
+    Releases,
+    Runner,
+    SingleConnection,
+    Sse,
+    TransportWs,
+)
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
@@ -86,10 +100,16 @@ def create_app(
     graphiql = GraphiQL.load() if settings.graphiql else None
     # Answers of a release no longer served cannot be asked for again: free them.
     # A new release is served once its catalog is read (and the first before /readyz says so).
+    releases = Releases()  # the subscribers of releasePublished
+
+    def changed() -> None:
+        cache.forget_local()
+        releases.served(release.known)
+
     release = ReleaseWatcher(
         make_session,
         settings.release_poll_seconds,
-        on_change=cache.forget_local,
+        on_change=changed,
         prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
     limiter = RateLimiter(settings, redis) if settings.rate_limit else None
@@ -111,6 +131,9 @@ def create_app(
         graphiql=graphiql,
     )
     metrics = Metrics(release) if settings.metrics else None
+    runner = Runner(schema, settings, make_session, catalogs, limiter, releases, Streams(metrics))
+    streams = Sse(runner, Reader(budget.requests), settings)
+    single = SingleConnection(runner, streams, settings)
     tracing = make_tracing(settings)
     if tracing is not None:
         tracing.instrument(engine)
@@ -191,9 +214,13 @@ def create_app(
                 await redis.aclose()
             await engine.dispose()
 
+    graphql_http = EventStreams(streams, single, graphql)
     app = Starlette(
         routes=[
-            Route("/graphql", graphql, name="graphql"),  # first: the hot path's match
+            # first: the hot path's match; an event stream asked for is a subscription's (the
+            # edge hands /graphql's requests to the same app, past the routing)
+            Route("/graphql", graphql_http, name="graphql"),
+            WebSocketRoute("/graphql", TransportWs(runner, settings)),
             Route("/", home(settings), methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
@@ -203,12 +230,22 @@ def create_app(
             *([Route("/metrics", metrics_endpoint(metrics), methods=["GET"])] if metrics else []),
         ],
         middleware=[
-            Middleware(Edge, settings=settings, log=request_log, metrics=metrics, tracing=tracing)
+            *believed_proxies(settings),  # first: every part sees the client it forwards
+            Middleware(
+                Edge,
+                settings=settings,
+                log=request_log,
+                metrics=metrics,
+                tracing=tracing,
+                graphql_app=graphql_http,
+            ),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
     app.state.graphql, app.state.schema = graphql, schema
+    app.state.releases, app.state.subscriptions = releases, runner.bounds
+    app.state.reservations = single
     app.state.request_log, app.state.metrics, app.state.tracing = request_log, metrics, tracing
     return app
 

@@ -5,13 +5,15 @@ whatever fails; HEAD is answered as GET; every response carries the security hea
 request's log line, metrics and trace span are made here.
 
 Ordinary ASGI middleware inside Starlette's stack (ServerErrorMiddleware, then what a user adds
-with `app.add_middleware`, then the edge, then Starlette's exception handling and the routes,
-/graphql first), so that what a user adds sees every route. A request pays for one pass over
-its headers, a note in a context variable, one timer, and its log line and tallies. /graphql's
-responses get the request's headers from graph/server/responses.py (no wrapper around `send`
-on the hot path); every other route's through a wrapper. The edge knows one thing of the
-routes: where GraphQL is, whose refusals and errors are GraphQL's (in the media type the client
-asked for), the others' `{"error": {"code", "message"}}`.
+with `app.add_middleware`, then the edge, then Starlette's exception handling and the routes),
+so that what a user adds sees every route; /graphql's requests the edge hands to its handler
+itself, past the routing and the exception handling (the handler answers its own errors). A
+request pays for one pass over its headers, a note in a context variable, one timer, and its
+log line and tallies. /graphql's responses get the request's headers from
+graph/server/responses.py (no wrapper around `send` on the hot path); every other route's
+through a wrapper. The edge knows one thing of the routes: where GraphQL is, whose refusals and
+errors are GraphQL's (in the media type the client asked for), the others'
+`{"error": {"code", "message"}}`.
 
 - **CORS**, for a public, read-only API without credentials: any origin by default, or the
   origins LEADGREEN_CORS_ORIGINS lists (none: no CORS header at all). With any origin every
@@ -58,6 +60,8 @@ import logging
 import os
 import re
 import time
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -84,6 +88,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("leadgreen")
 Headers = tuple[Header, ...]
 RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in a second
+# Every app's Deadlines (one an app), for `endless`.
+_DEADLINES: weakref.WeakSet[Deadlines] = weakref.WeakSet()
+# What ends when the server begins to stop (`on_stop`).
+_ON_STOP: set[Callable[[], None]] = set()
 
 
 class Edge:
@@ -98,8 +106,12 @@ class Edge:
         metrics: Metrics | None = None,
         tracing: Tracing | None = None,
         graphql: str = "/graphql",
+        graphql_app: ASGIApp | None = None,
     ) -> None:
         self.app, self.graphql = app, graphql
+        # /graphql's handler, called at once: its requests skip Starlette's routing and
+        # exception middleware (the handler answers every error of its own, as JSON).
+        self.graphql_app = graphql_app or app
         self.cors, self.limits = Cors(settings.cors_origins), HeadLimits(settings)
         self.timeout = settings.request_timeout_seconds
         self.deadlines = Deadlines(self.timeout)
@@ -163,10 +175,10 @@ class Edge:
             await self.refuse(scope, receive, send, graphql, *past)
             return
         if method == "HEAD":
-            scope, send = {**scope, "method": "GET"}, _without_body(send)
+            scope, send = {**scope, "method": "GET", ASKED_HEAD: True}, _without_body(send)
         task = self.deadlines.start()
         try:
-            await self.app(scope, receive, send)
+            await (self.graphql_app if graphql else self.app)(scope, receive, send)
         except BaseException as exc:
             timed_out = self.deadlines.stop(task, exc)
             if not isinstance(exc, Exception) and not timed_out:
@@ -213,6 +225,26 @@ class Edge:
         await send({"type": "http.response.body", "body": b""})
 
 
+def on_stop(callback: Callable[[], None]) -> Callable[[], None]:
+    """Call `callback` when `leadgreen serve` begins to stop (what would hold its graceful
+    shutdown open forever: an event stream); returns what forgets it."""
+    _ON_STOP.add(callback)
+    return lambda: _ON_STOP.discard(callback)
+
+
+def _stopping() -> None:
+    for callback in list(_ON_STOP):
+        callback()
+
+
+def endless() -> None:
+    """The current request streams (a subscription's events): its time limit no longer
+    applies from now on (graph/server/subscriptions.py)."""
+    task = asyncio.current_task()
+    for deadlines in _DEADLINES:
+        deadlines.running.pop(task, None)  # type: ignore[arg-type]
+
+
 class Deadlines:
     """Every request's time limit, kept by one timer for all of them (a timer per request,
     `asyncio.timeout`'s, would cost a cached answer a sixth of its time): a request still
@@ -226,6 +258,7 @@ class Deadlines:
         self.cancelled: set[asyncio.Task[Any]] = set()  # those cancelled for passing it
         self.timer: asyncio.TimerHandle | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        _DEADLINES.add(self)
 
     def start(self) -> asyncio.Task[Any]:
         """The current request's task, its deadline kept."""
@@ -340,6 +373,11 @@ class HeadLimits:
         return Past(431, Code.HEADERS_TOO_LARGE, message)
 
 
+# In the scope of a HEAD request answered as GET (an app that can say its length without
+# writing its body looks for it).
+ASKED_HEAD = "leadgreen.asked_head"
+
+
 def _without_body(send: Send) -> Send:
     """`send` for HEAD: the response's status and headers (its Content-Length too), no body."""
     sent = False
@@ -388,7 +426,8 @@ EXPOSED = (
     b"X-LeadGreen-Source-Url, X-LeadGreen-Licence, X-LeadGreen-Release, "
     b"X-LeadGreen-Upstream-Commit, X-LeadGreen-Files-Sha256",
 )
-METHODS = (b"access-control-allow-methods", b"GET, HEAD, POST")
+# (PUT and DELETE: GraphQL over SSE's single connection mode, graph/server/subscriptions.py)
+METHODS = (b"access-control-allow-methods", b"GET, HEAD, POST, PUT, DELETE")
 VARY_ORIGIN = (b"vary", b"origin")
 MAX_AGE_SECONDS = 86_400
 # Header names a preflight may ask for (tokens, commas and spaces), echoed when they are sane.
@@ -478,9 +517,17 @@ class BoundedHttp(HttpToolsReader):
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
         # One timer per connection, for the head being read or the body's next chunk; it is
-        # moved on when it fires early, not each time a chunk comes.
+        # moved on when it fires early, not each time a chunk comes, nor each request: between
+        # requests it is left to fire, and dropped then (`_between`: no request being read).
         self._waiting: asyncio.TimerHandle | None = None
         self._heard = 0.0  # when the head began, or the body's last chunk came
+        self._between = False
+
+    def shutdown(self) -> None:
+        """uvicorn stops: this connection's graceful end, and the event streams' (a stream of
+        subscription events has no end of its own to wait for)."""
+        super().shutdown()
+        _stopping()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -508,7 +555,7 @@ class BoundedHttp(HttpToolsReader):
 
     def _waited(self) -> None:
         self._waiting = None
-        if self.refusal is not None or self.transport.is_closing():
+        if self._between or self.refusal is not None or self.transport.is_closing():
             return
         now = self.loop.time()
         if self.reading_paused():  # not the client's wait: timed again from now
@@ -556,6 +603,9 @@ class BoundedHttp(HttpToolsReader):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._reading_head, self._reading_body = True, False
+        if self._between:  # a later request on the connection: timed from its first byte
+            self._between = False
+            self._heard = self.loop.time()
         if self._waiting is None:  # (the first request's timer runs from the connection's start)
             self._wait()
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
@@ -581,8 +631,7 @@ class BoundedHttp(HttpToolsReader):
         super().on_body(body)
 
     def on_message_complete(self) -> None:
-        self._reading_body = False
-        self._stop_waiting()
+        self._reading_body, self._between = False, True
         super().on_message_complete()
 
     def answer_and_close(self) -> None:
@@ -618,10 +667,10 @@ class BoundedHttp(HttpToolsReader):
 
 def uvicorn_settings(settings: Settings) -> dict[str, Any]:
     """uvicorn's settings for the HTTP edge of `leadgreen serve`: this protocol, no `server`
-    banner, and X-Forwarded-For believed only from the trusted proxies (none by default)."""
+    banner, and no proxy headers read by uvicorn itself (the app believes them from the trusted
+    proxies only: graph/server/ratelimit.py's `believed_proxies`)."""
     return {
         "http": f"{BoundedHttp.__module__}:{BoundedHttp.__name__}",
         "server_header": False,
-        "proxy_headers": bool(settings.trusted_proxies),
-        "forwarded_allow_ips": settings.trusted_proxies,
+        "proxy_headers": False,
     }

@@ -28,7 +28,7 @@ from graph.server.protocol import (
     Refusal,
     request_error,
 )
-from graph.server.ratelimit import RateLimiter
+from graph.server.ratelimit import RateLimiter, TierBucket
 from graph.server.responses import Answer
 from graph.settings import Settings
 
@@ -43,7 +43,7 @@ class RequestContext(Context):
     """The context of a rate-limited request: who pays, and the buckets (graph/engine/limits.py)."""
 
     client: str = "anonymous"
-    cost_bucket: RateLimiter | None = None
+    cost_bucket: RateLimiter | TierBucket | None = None  # the client's tier's
 
 
 @dataclass(slots=True)
@@ -85,7 +85,7 @@ async def execute(
     context = (
         Context(**shared)
         if limiter is None
-        else RequestContext(**shared, client=client, cost_bucket=limiter)
+        else RequestContext(**shared, client=client, cost_bucket=limiter.bucket(client))
     )
     try:
         allowed = GET_TYPES if get else POST_TYPES

@@ -8,26 +8,38 @@ db.kinds), after the stable id (`id`, the configuration's global id), the `relea
 `task`. CSV is sent in chunks of rows (gzip for a client that accepts it), Parquet as one row
 group per chunk; both carry a weak ETag of the release and the filter, and the release's
 provenance: in response headers, and in the Parquet file's key-value metadata.
+
+A client that asks for the size (HEAD) or for a part (`Range`), as polars and DuckDB's httpfs
+read a URL, gets the export written to a file first (`Spool`: the last few exports, on disk,
+by ETag) and sent from it with its length and byte ranges; the bytes are the same as streamed
+(CSV without gzip).
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import functools
 import hashlib
 import io
+import os
+import shutil
+import tempfile
 import typing
+import weakref
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from anyio import to_thread
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
 from strawberry.utils.str_converters import to_camel_case
 
 from db.catalog import Catalog
@@ -38,6 +50,7 @@ from graph.schema.answers.filters import to_filter
 from graph.schema.context import Context, known_task
 from graph.schema.inputs import FILTER_INPUTS, AnyFilter
 from graph.schema.memory import Catalogs
+from graph.server.edge import ASKED_HEAD
 from graph.server.responses import error_response, etag_matches, weak
 from graph.settings import Settings
 
@@ -46,12 +59,9 @@ CHUNK_ROWS = 2000
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
 # The columns before the task file's own.
 LEADING: dict[str, type] = {"id": str, "release": int, "task": str}
-ARROW_TYPES: dict[type, pa.DataType] = {
-    str: pa.string(),
-    int: pa.int64(),
-    float: pa.float64(),
-    bool: pa.bool_(),
-}
+# Each column's Arrow type by its Python type's name (pyarrow is imported by the first Parquet
+# export, not at the server's start: a fifth of a second).
+ARROW_TYPES = {str: "string", int: "int64", float: "float64", bool: "bool_"}
 
 
 @dataclass(frozen=True)
@@ -228,8 +238,11 @@ class _Sink:
 
 
 def write_parquet(export: Export, metadata: Mapping[str, str]) -> Iterator[bytes]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     schema = pa.schema(
-        [(name, ARROW_TYPES[python]) for name, python in export.columns.items()],
+        [(name, getattr(pa, ARROW_TYPES[python])()) for name, python in export.columns.items()],
         metadata={f"leadgreen.{name}": value for name, value in metadata.items()},
     )
     sink = _Sink()
@@ -252,6 +265,77 @@ def etag_of(catalog: Catalog, fmt: str, given: AnyFilter) -> str:
 EXPORT_VERSION = 1
 
 
+class Spool:
+    """Exports written to files, by ETag, for the clients that read a URL by its size and
+    ranges. Holds the `keep` exports asked for last (in a temporary directory made when first
+    needed, removed with the spool); one export is written once however many ask for it at a
+    time."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self.keep = keep
+        self._directory: Path | None = None
+        self._files: OrderedDict[str, Path] = OrderedDict()
+        self._writing: dict[str, asyncio.Lock] = {}
+
+    async def file(self, etag: str, chunks: Callable[[], Iterator[bytes]]) -> Path:
+        """The export's file, written from `chunks` (in a worker thread) when not kept."""
+        lock = self._writing.setdefault(etag, asyncio.Lock())
+        async with lock:
+            path = self._files.get(etag)
+            if path is None:
+                name = hashlib.sha256(etag.encode()).hexdigest()[:32]
+                path = self.directory() / name
+                await to_thread.run_sync(_write, path, chunks)
+                self._files[etag] = path
+                while len(self._files) > self.keep:
+                    _, old = self._files.popitem(last=False)
+                    old.unlink(missing_ok=True)
+            self._files.move_to_end(etag)
+        self._writing.pop(etag, None)
+        return path
+
+    def directory(self) -> Path:
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="leadgreen-exports-"))
+            weakref.finalize(self, shutil.rmtree, self._directory, ignore_errors=True)
+        return self._directory
+
+
+class SpooledFile(FileResponse):
+    """An export's file, its length and byte ranges; Starlette's refusals of a `Range` (400
+    malformed, 416 past the end, in plain text) sent as JSON errors, code BAD_REQUEST, with
+    their message and Content-Range."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused: Message | None = None
+
+        async def sending(message: Message) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start" and message["status"] in (400, 416):
+                refused = message
+                return
+            if refused is None:
+                await send(message)
+                return
+            said = bytes(message.get("body", b"")).decode("latin-1").strip()
+            kept = {k.decode(): v.decode("latin-1") for k, v in refused["headers"]}
+            headers = {"content-range": kept["content-range"]} if "content-range" in kept else {}
+            reason = said or "no byte of the range asked for is in the export"
+            answer = error_response(refused["status"], Code.BAD_REQUEST, reason, headers)
+            await answer(scope, receive, send)
+
+        await super().__call__(scope, receive, sending)
+
+
+def _write(path: Path, chunks: Callable[[], Iterator[bytes]]) -> None:
+    """Writes the file whole under a name of its own, then gives it its name."""
+    partial = path.with_suffix(".partial")
+    with partial.open("wb") as out:
+        for chunk in chunks():
+            out.write(chunk)
+    os.replace(partial, path)
+
+
 def export_routes(
     settings: Settings,
     make_session: async_sessionmaker[AsyncSession],
@@ -259,6 +343,7 @@ def export_routes(
     max_age: int = 60,
 ) -> list[Route]:
     """The export routes, answering from the release's catalog (read through `make_session`)."""
+    spool = Spool()
 
     async def endpoint(request: Request, fmt: str) -> Response:
         try:
@@ -281,22 +366,25 @@ def export_routes(
         if_none_match = request.headers.get("if-none-match")
         if if_none_match and etag_matches(if_none_match.encode("latin-1"), etag.encode()):
             return Response(status_code=304, headers=headers)
-        chunks: Iterator[bytes]
-        if fmt == "parquet":
-            chunks = write_parquet(export, about)
-        else:
-            chunks = write_csv(export)
-            if accepts_gzip(request.headers.get("accept-encoding", "")):
-                chunks, headers["content-encoding"] = gzipped(chunks), "gzip"
         headers["content-disposition"] = f'attachment; filename="configurations.{fmt}"'
+        media_type = MEDIA_TYPES[fmt]
+        write: Callable[[], Iterator[bytes]] = functools.partial(write_csv, export)
+        if fmt == "parquet":
+            write = functools.partial(write_parquet, export, about)
+        if ASKED_HEAD in request.scope or "range" in request.headers:
+            path = await spool.file(etag, write)
+            return SpooledFile(path, headers=headers, media_type=media_type)
+        chunks = write()
+        if fmt == "csv" and accepts_gzip(request.headers.get("accept-encoding", "")):
+            chunks, headers["content-encoding"] = gzipped(chunks), "gzip"
         # Iterated in Starlette's thread pool: writing a chunk does not hold the event loop.
-        return StreamingResponse(chunks, media_type=MEDIA_TYPES[fmt], headers=headers)
+        return StreamingResponse(chunks, media_type=media_type, headers=headers)
 
     return [
         Route(
             f"/api/v1/configurations.{fmt}",
             functools.partial(endpoint, fmt=fmt),
-            methods=["GET"],
+            methods=["GET", "HEAD"],
         )
         for fmt in MEDIA_TYPES
     ]

@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from strawberry.types import ExecutionResult
 
 from db.tables import ReleaseRow
+from graph.engine.prepared import CLIENT
 from graph.errors import OVERLOADED_MESSAGE, UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.server import execute as run
 from graph.server.execute import RETRY_SOON, Produced
@@ -34,14 +35,16 @@ from graph.server.protocol import (
     negotiate,
     read_json_body,
 )
-from graph.server.ratelimit import RateLimiter, stamp
+from graph.server.ratelimit import RateLimiter, identify, stamp
 from graph.server.release import Current, ReleaseWatcher
 from graph.server.response_cache import PersistedQueries, ResponseCache
 from graph.server.responses import Answer, Coding, Responder, choose, uncached
 from graph.settings import Settings
 
 log = logging.getLogger("leadgreen")
-ALLOW = ((b"allow", b"GET, HEAD, POST"),)  # HEAD: graph/server/edge.py
+# HEAD: graph/server/edge.py; PUT and DELETE: graph/server/subscriptions.py (single connection
+# mode of GraphQL over SSE)
+ALLOW = ((b"allow", b"GET, HEAD, POST, PUT, DELETE"),)
 # GraphiQL's page (graph/server/graphiql.py), sent to a browser's GET without a query.
 Page = Callable[[Scope, Send], Awaitable[None]]
 
@@ -113,6 +116,11 @@ class GraphQLHandler:
             return
         self.running += 1
         try:
+            # Who sends it: an API key not configured is refused here, before a body is read.
+            who = identify(scope, api_key, self.limiter)
+            # Who prepares a new document, for its bounds (graph/engine/prepared.py).
+            CLIENT.set(who)
+            client = who if self.limiter is not None else ""  # who pays (no one: one flight)
             request: GraphQLRequest | Batch | None
             if method == "GET":
                 request = self.reader.query_string(scope["query_string"])
@@ -126,13 +134,15 @@ class GraphQLHandler:
                     receive, content_type, length, self.settings.max_body_bytes
                 )
                 if self.limiter is not None:  # a large body is paid for before it is read
-                    await self.limiter.pay_for_body(self.limiter.client(scope, api_key), body)
+                    await self.limiter.pay_for_body(client, body)
                 request = self.reader.json_body(body)
             else:
                 raise Refusal(
-                    405, "GraphQL is served over GET and POST.", Code.METHOD_NOT_ALLOWED, ALLOW
+                    405,
+                    "GraphQL is served over GET and POST (PUT and DELETE: GraphQL over SSE).",
+                    Code.METHOD_NOT_ALLOWED,
+                    ALLOW,
                 )
-            client = self.limiter.client(scope, api_key) if self.limiter is not None else ""
             if isinstance(request, tuple):
                 await self.batch(request, media, client, send)
                 return
@@ -154,7 +164,11 @@ class GraphQLHandler:
         client: str,
         send: Send,
     ) -> None:
-        query = await self.persisted.resolve(request)
+        query = await (  # a key's tier may run only its registered documents
+            self.persisted.resolve(request)
+            if self.limiter is None
+            else self.limiter.tier(client).resolve(request, self.persisted)
+        )
         name_operation(request.label(query))
         if query is None:
             raise Refusal(200, "PersistedQueryNotFound", Code.PERSISTED_QUERY_NOT_FOUND)

@@ -59,6 +59,7 @@ from prometheus_client import (
     Histogram,
     ProcessCollector,
     generate_latest,
+    start_http_server,
     write_to_textfile,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -205,6 +206,30 @@ class Metrics:
             "Requests refused by the rate limiter (429 THROTTLED)",
             registry=own,
         )
+        # Subscriptions (graph/server/subscriptions.py, through `Streams`)
+        self.websockets = Gauge(
+            "leadgreen_websocket_connections",
+            "graphql-transport-ws connections open",
+            registry=own,
+            multiprocess_mode="livesum",
+        )
+        self.subscriptions = Gauge(
+            "leadgreen_subscriptions",
+            "Operations running over a subscription transport, by transport (sse: distinct "
+            "connections mode, sse_single: single connection mode, ws: graphql-transport-ws)",
+            ["transport"],
+            registry=own,
+            multiprocess_mode="livesum",
+        )
+        self.events = Counter(
+            "leadgreen_subscription_events",
+            "Results sent to subscribers (each `next`), by transport",
+            ["transport"],
+            registry=own,
+        )
+        for transport in TRANSPORTS:
+            self.subscriptions.labels(transport)
+            self.events.labels(transport)
         self.current = Gauge(
             "leadgreen_release",
             "The release number answers come from",
@@ -307,6 +332,88 @@ class Metrics:
             await self.refresh()
 
 
+TRANSPORTS = ("sse", "sse_single", "ws")
+_STREAMS = logging.getLogger("leadgreen.subscription")
+
+
+class Operation:
+    """One operation sent over a subscription transport, from its start to its end."""
+
+    __slots__ = ("events", "fields", "over", "running", "started", "transport")
+
+    def __init__(self, transport: str, fields: dict[str, Any], started: float) -> None:
+        self.transport, self.fields, self.started = transport, fields, started
+        self.events = 0
+        self.running = False  # admitted by the bounds: counted in the gauge
+        self.over = False  # its end logged
+
+
+class Streams:
+    """What subscriptions leave behind: a log line (logger `leadgreen.subscription`) when a
+    WebSocket opens and closes and when an operation over any transport starts and ends, with
+    its outcome, and the metrics above. No key, token or address is logged: a connection is
+    named by an id of its own, an operation by the client's id for it and its name."""
+
+    def __init__(
+        self, metrics: Metrics | None = None, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.metrics, self.clock = metrics, clock
+
+    def opened(self) -> tuple[str, float]:
+        """A WebSocket accepted: its id, and when."""
+        connection = uuid.uuid4().hex
+        if self.metrics is not None:
+            self.metrics.websockets.inc()
+        _STREAMS.info("websocket opened", extra={"connection": connection})
+        return connection, self.clock()
+
+    def closed(self, connection: str, started: float, code: int, operations: int) -> None:
+        if self.metrics is not None:
+            self.metrics.websockets.dec()
+        fields = {"connection": connection, "code": code, "operations": operations}
+        _STREAMS.info("websocket closed", extra={**fields, **self._duration(started)})
+
+    def started(
+        self, transport: str, operation: str | None, ident: str | None, **more: Any
+    ) -> Operation:
+        fields = {"transport": transport, **more}
+        if ident is not None:
+            fields["id"] = ident[:100]
+        if operation:
+            fields["operation"] = operation[:200]
+        _STREAMS.info("subscription started", extra=fields)
+        return Operation(transport, fields, self.clock())
+
+    def running(self, operation: Operation) -> None:
+        """The operation is admitted (by the bounds), and counts as running until it ends."""
+        operation.running = True
+        if self.metrics is not None:
+            self.metrics.subscriptions.labels(operation.transport).inc()
+
+    def sent(self, operation: Operation) -> None:
+        operation.events += 1
+        if self.metrics is not None:
+            self.metrics.events.labels(operation.transport).inc()
+
+    def ended(self, operation: Operation, outcome: str, code: str | None = None) -> None:
+        """`outcome`: completed (its last result sent), stopped (by its client), closed (its
+        connection or stream ended), refused (with its code), failed (an internal error).
+        Said once: the first end told is the one logged."""
+        if operation.over:
+            return
+        operation.over = True
+        if operation.running and self.metrics is not None:
+            self.metrics.subscriptions.labels(operation.transport).dec()
+        operation.running = False
+        fields = {**operation.fields, "outcome": outcome, "events": operation.events}
+        if code is not None:
+            fields["code"] = code
+        _STREAMS.info("subscription ended", extra={**fields, **self._duration(operation.started)})
+
+    def _duration(self, started: float) -> dict[str, float]:
+        return {"duration_ms": round((self.clock() - started) * 1000, 3)}
+
+
 _INGEST: tuple[Counter, Histogram] | None = None
 
 
@@ -344,6 +451,65 @@ def write_ingest_metrics(path: Path) -> None:
     for metric in ingest_metrics():
         registry.register(metric)
     write_to_textfile(str(path), registry)
+
+
+FOLLOW_OUTCOMES = ("ingested", "unchanged", "failed")
+_FOLLOW: tuple[Counter, Gauge, Counter] | None = None
+
+
+def follow_metrics() -> tuple[Counter, Gauge, Counter]:
+    """The metrics of `leadgreen follow` (a process of its own: served on its --metrics-port,
+    or written to its --metrics-file)."""
+    global _FOLLOW
+    if _FOLLOW is None:
+        runs = Counter(
+            "leadgreen_follow_runs",
+            "Follow rounds, by outcome (ingested: a new release; unchanged: nothing new; "
+            "failed: the fetch, a commit's files or the database failed)",
+            ["outcome"],
+            registry=None,
+        )
+        for outcome in FOLLOW_OUTCOMES:
+            runs.labels(outcome)
+        _FOLLOW = (
+            runs,
+            Gauge(
+                "leadgreen_follow_last_success_timestamp_seconds",
+                "When a follow round last ended without a failure (Unix time; 0: never)",
+                registry=None,
+                multiprocess_mode="max",
+            ),
+            Counter(
+                "leadgreen_follow_releases",
+                "Releases written by the follower (data already stored is not counted)",
+                registry=None,
+            ),
+        )
+    return _FOLLOW
+
+
+def record_follow(outcome: str, releases: int, now: float) -> None:
+    runs, last_success, written = follow_metrics()
+    runs.labels(outcome).inc()
+    written.inc(releases)
+    if outcome != "failed":
+        last_success.set(now)
+
+
+def follow_registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    for metric in follow_metrics():
+        registry.register(metric)
+    return registry
+
+
+def serve_follow_metrics(host: str, port: int) -> None:
+    """The follower's metrics at http://host:port/metrics, from a thread of prometheus-client's."""
+    start_http_server(port, addr=host, registry=follow_registry())
+
+
+def write_follow_metrics(path: Path) -> None:
+    write_to_textfile(str(path), follow_registry())
 
 
 # --- Logs -----------------------------------------------------------------------------------

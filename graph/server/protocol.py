@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl
@@ -19,6 +19,7 @@ from graphql.language import Lexer, Source, TokenKind
 from starlette.types import Message, Receive, Send
 
 from graph.caches import Bounded, fixed
+from graph.engine.cost import report
 from graph.errors import Code
 
 log = logging.getLogger("leadgreen")
@@ -57,6 +58,7 @@ def remembered(entries: int, max_key: int = 256) -> Callable[[Callable[[K], T]],
 
 JSON = b"application/json"
 GRAPHQL_RESPONSE = b"application/graphql-response+json"
+EVENT_STREAM = b"text/event-stream"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +69,14 @@ class Media:
     content_type: tuple[bytes, bytes]
     graphql_response: bool
     html: bool  # the client takes HTML: a browser, which gets GraphiQL
+    # The client prefers text/event-stream to JSON: GraphQL over SSE answers it.
+    event_stream: bool = False
 
 
 AS_JSON = Media((b"content-type", JSON), graphql_response=False, html=False)
 AS_GRAPHQL_RESPONSE = Media((b"content-type", GRAPHQL_RESPONSE), graphql_response=True, html=False)
+# A stream's refusals (before it begins) are JSON.
+AS_EVENT_STREAM = Media(AS_JSON.content_type, graphql_response=False, html=False, event_stream=True)
 
 
 @remembered(entries=256)
@@ -79,10 +85,13 @@ def negotiate(accept: bytes) -> Media:
 
     application/graphql-response+json when the client lists it at least as high as
     application/json; application/json otherwise, also for `*/*`, no Accept, or none of ours
-    (the spec's legacy clients).
+    (the spec's legacy clients). An event stream (GraphQL over SSE) when the client ranks
+    text/event-stream above both, or as high and before them: `text/event-stream` alone (the
+    graphql-sse client's) is a stream, urql's `application/graphql-response+json, ...,
+    application/json, text/event-stream, multipart/mixed` is not.
     """
-    json_q = response_q = -1.0
-    html = False
+    json_q = response_q = stream_q = -1.0
+    html = stream_first = False
     for part in accept.lower().split(b","):
         media, _, params = part.partition(b";")
         media, q = media.strip(), _quality(params)
@@ -90,8 +99,14 @@ def negotiate(accept: bytes) -> Media:
             response_q = max(response_q, q)
         elif media in (JSON, b"application/*", b"*/*"):
             json_q = max(json_q, q if media == JSON else q - 0.0001)  # the exact type first
+        elif media == EVENT_STREAM:
+            stream_first = stream_first or max(json_q, response_q) < 0
+            stream_q = max(stream_q, q)
         elif media == b"text/html" and q > 0:
             html = True
+    ours = max(json_q, response_q)
+    if stream_q > 0 and (stream_q > ours or (stream_q == ours and stream_first)):
+        return AS_EVENT_STREAM
     if response_q > 0 and response_q >= json_q:
         return AS_GRAPHQL_RESPONSE
     return Media(AS_JSON.content_type, False, html) if html else AS_JSON
@@ -146,6 +161,7 @@ def request_error(errors: list[dict[str, object]]) -> bool:
 FAULT_STATUS = {
     str(Code.THROTTLED): 429,
     str(Code.DATABASE_UNAVAILABLE): 503,
+    str(Code.PREPARATION_BUSY): 503,
     str(Code.REQUEST_TIMEOUT): 504,
 }
 
@@ -191,9 +207,23 @@ class Refusal(Exception):
 
 
 def error_body(message: str, code: Code | str, **extensions: Any) -> bytes:
-    """A refusal's body as /graphql answers one: one error with its code."""
-    error = {"message": message, "extensions": {"code": str(code), **extensions}}
-    return orjson.dumps({"errors": [error]})
+    """A refusal's body as /graphql answers one: one error with its code, and the cost report
+    of a request refused before any cost was known (nothing estimated, nothing run)."""
+    return refusal_body([{"message": message, "extensions": {"code": str(code), **extensions}}])
+
+
+def refusal_body(
+    errors: Sequence[Mapping[str, Any]],
+    requested: int | None = None,
+    throttle: dict[str, Any] | None = None,
+    data: bool = False,
+) -> bytes:
+    """The body of a refusal with these errors (formatted), its cost report saying what was
+    estimated and the bucket that was charged; with `data: null` first when `data`."""
+    body: dict[str, Any] = {"data": None} if data else {}
+    body["errors"] = errors
+    body["extensions"] = report(requested, None, throttle)
+    return orjson.dumps(body)
 
 
 def document_hash(query: str) -> str:

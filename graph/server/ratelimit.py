@@ -1,10 +1,15 @@
 """Cost-based rate limiting: who pays (an API key, else the address) and the leaky buckets,
 in this process or in Redis; and the cost report a cached answer carries, re-stamped per client.
+
+Who sends a request is said once, by `identify`, for every bound that keys on a client (its
+bucket, its new documents in preparation, its subscriptions). Behind a reverse proxy the peer is
+the proxy: `believed_proxies` is the app's first middleware, uvicorn's ProxyHeadersMiddleware,
+which takes the client from X-Forwarded-For (the right-most address not of a trusted proxy) when
+the peer is one of LEADGREEN_TRUSTED_PROXIES, and from nowhere else (see ARCHITECTURE.md).
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import logging
 import math
@@ -13,9 +18,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from starlette.middleware import Middleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from graph.errors import Code, retry_after_seconds, throttled
-from graph.server.protocol import Refusal, remembered
+from graph.engine.cost import throttle_status
+from graph.errors import Code, key_max_cost_exceeded, retry_after_seconds, throttled
+from graph.server.partners import DEFAULT_TIER, PartnerKeys, Tier
+from graph.server.protocol import Refusal, refusal_body, remembered
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -102,49 +111,72 @@ class RateLimiter:
     them (the context's `cost_bucket`), and so does a cache hit.
     """
 
-    def __init__(self, settings: Settings, redis: Redis | None = None) -> None:
+    def __init__(
+        self, settings: Settings, redis: Redis | None = None, partners: PartnerKeys | None = None
+    ) -> None:
         self.capacity = settings.rate_limit_capacity
         self.restore_rate = settings.rate_limit_restore_rate
+        self.max_cost: int | None = None  # (a tier's: `bucket`)
         self.body_byte_cost = settings.rate_limit_byte_cost / 64
         self.local = CostBucket(self.capacity, self.restore_rate)
         self.redis = redis
         self.script = redis.register_script(_LUA) if redis is not None else None
-        self.keys = frozenset(_digest(key.encode()) for key in settings.api_keys)
+        self.partners = partners if partners is not None else PartnerKeys(settings)
+        # Each tier's buckets in this process, by tier name (a reloaded tier keeps its levels).
+        self._locals: dict[str, CostBucket] = {DEFAULT_TIER: self.local}
         self._redis_down = False
 
     def client(self, scope: Mapping[str, Any], api_key: bytes) -> str:
-        """`key:<digest>` for a known API key, else `addr:<address>` (IPv6: its /64)."""
-        if api_key and self.keys:
-            digest = _digest(api_key)
-            if digest in self.keys:
-                return "key:" + digest
-        peer = scope.get("client")
-        return "addr:" + _network(peer[0] if peer else "unknown")
+        """`key:<digest>` for a configured API key, else `addr:<address>` (IPv6: its /64). With
+        keys configured, a key not among them is refused (401 UNKNOWN_API_KEY); with none, a
+        key is ignored."""
+        if api_key and self.partners.configured:
+            return self.partners.lookup(api_key)
+        return address(scope)
+
+    def tier(self, client: str) -> Tier:
+        return self.partners.tier(client)
+
+    def bucket(self, client: str) -> RateLimiter | TierBucket:
+        """What the engine charges the client through: its tier's bucket."""
+        tier = self.partners.tier(client)
+        return self if tier is self.partners.default else TierBucket(self, tier)
+
+    def _local(self, tier: Tier) -> CostBucket:
+        bucket = self._locals.get(tier.name)
+        if bucket is None:
+            bucket = self._locals[tier.name] = CostBucket(tier.capacity, tier.restore_rate)
+        bucket.capacity, bucket.restore_rate = tier.capacity, tier.restore_rate
+        return bucket
 
     async def take(self, client: str, cost: float, now: float | None = None) -> Take:
+        tier = self.partners.tier(client)
         if self.script is not None:
-            found = await self._run(client, cost, "take")
+            found = await self._run(client, cost, "take", tier)
             if found is not None:
                 allowed, available = found
                 retry = (
-                    0.0 if allowed else (min(cost, self.capacity) - available) / self.restore_rate
+                    0.0 if allowed else (min(cost, tier.capacity) - available) / tier.restore_rate
                 )
                 return allowed, available, retry
-        return self.local.take(client, cost, time.monotonic() if now is None else now)
+        return self._local(tier).take(client, cost, time.monotonic() if now is None else now)
 
     async def refund(self, client: str, points: float, now: float | None = None) -> float:
+        tier = self.partners.tier(client)
         if self.script is not None:
-            found = await self._run(client, points, "refund")
+            found = await self._run(client, points, "refund", tier)
             if found is not None:
                 return found[1]
-        return self.local.refund(client, points, time.monotonic() if now is None else now)
+        return self._local(tier).refund(client, points, time.monotonic() if now is None else now)
 
-    async def _run(self, client: str, amount: float, mode: str) -> tuple[bool, float] | None:
+    async def _run(
+        self, client: str, amount: float, mode: str, tier: Tier
+    ) -> tuple[bool, float] | None:
         assert self.script is not None
         try:
             allowed, available = await self.script(
                 keys=[_REDIS_PREFIX + client],
-                args=[self.capacity, self.restore_rate, amount, mode],
+                args=[tier.capacity, tier.restore_rate, amount, mode],
             )
         except Exception:
             if not self._redis_down:
@@ -165,41 +197,78 @@ class RateLimiter:
         fee = math.ceil(len(body) * self.body_byte_cost)
         allowed, available, retry_after = await self.take(client, fee)
         if not allowed:
-            error = throttled(fee, available, self.capacity, self.restore_rate, retry_after)
+            tier = self.partners.tier(client)
+            error = throttled(fee, available, tier.capacity, tier.restore_rate, retry_after)
             error.message = error.message.replace("the query costs", "reading this body costs")
             headers = ((b"retry-after", b"%d" % retry_after_seconds(retry_after)),)
-            body = orjson.dumps({"errors": [error.formatted]})
+            body = refusal_body([error.formatted], throttle=self.status(available, tier))
             raise Refusal.answered(429, body, Code.THROTTLED, headers)
 
     async def charge(self, body: bytes, client: str, graphql_response: bool) -> bytes | Refusal:
         """A stored answer charged to the client (its actual cost), stamped with the client's
-        throttle status; a 429 refusal when the bucket cannot pay for it."""
-        cost = stored_cost(body)
-        if cost is None:
+        throttle status; a refusal when its tier's largest cost per request is less than the
+        answer's requested cost (KEY_MAX_COST_EXCEEDED), or its bucket cannot pay (429)."""
+        costs = stored_costs(body)
+        if costs is None:
             return body
+        requested, cost = costs
+        tier = self.partners.tier(client)
+        if tier.max_cost is not None and requested > tier.max_cost:
+            error = key_max_cost_exceeded(requested, tier.max_cost, tier.name)
+            refused = refusal_body([error.formatted], requested, data=not graphql_response)
+            code = 400 if graphql_response else 200
+            return Refusal.answered(code, refused, Code.KEY_MAX_COST_EXCEEDED)
         allowed, available, retry_after = await self.take(client, cost)
-        status = self.status(available)
+        status = self.status(available, tier)
         if allowed:
             return stamp(body, status)
-        error = throttled(cost, available, self.capacity, self.restore_rate, retry_after)
-        answer: dict[str, Any] = {} if graphql_response else {"data": None}
-        answer["errors"] = [error.formatted]
-        answer["extensions"] = {
-            "cost": {"requestedQueryCost": cost, "actualQueryCost": None, "throttleStatus": status}
-        }
+        error = throttled(cost, available, tier.capacity, tier.restore_rate, retry_after)
+        refused = refusal_body([error.formatted], cost, status, data=not graphql_response)
         headers = ((b"retry-after", b"%d" % retry_after_seconds(retry_after)),)
-        return Refusal.answered(429, orjson.dumps(answer), Code.THROTTLED, headers)
+        return Refusal.answered(429, refused, Code.THROTTLED, headers)
 
-    def status(self, available: float) -> dict[str, Any]:
-        return {
-            "maximumAvailable": self.capacity,
-            "currentlyAvailable": math.floor(available),
-            "restoreRate": self.restore_rate,
-        }
+    def status(self, available: float, tier: Tier | None = None) -> dict[str, Any]:
+        """The tier's bucket's state, holding `available` points (`throttleStatus`)."""
+        tier = tier or self.partners.default
+        return throttle_status(tier.capacity, available, tier.restore_rate)
 
 
-def _digest(key: bytes) -> str:
-    return hashlib.sha256(key).hexdigest()[:32]
+def identify(scope: Mapping[str, Any], api_key: bytes, limiter: RateLimiter | None) -> str:
+    """Who sends the request, for every bound that keys on a client: with rate limiting, the
+    client its API key names (a key not configured is refused), else `address(scope)`."""
+    return limiter.client(scope, api_key) if limiter is not None else address(scope)
+
+
+def address(scope: Mapping[str, Any]) -> str:
+    """`addr:<address>` of the request's client (IPv6: its /64): the peer, or behind a trusted
+    proxy the address it forwards (`believed_proxies`)."""
+    peer = scope.get("client")
+    return "addr:" + _network(peer[0] if peer else "unknown")
+
+
+def believed_proxies(settings: Settings) -> list[Middleware]:
+    """The app's first middleware: X-Forwarded-For (and X-Forwarded-Proto) believed from the
+    trusted proxies only; none when there are none (the peer is the client)."""
+    if not settings.trusted_proxies:
+        return []
+    return [Middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))]
+
+
+class TierBucket:
+    """The limiter as the engine sees it for one client of a tier (graph/engine/limits.py's
+    `Bucket`): the tier's capacity, restore rate and largest cost per request."""
+
+    __slots__ = ("capacity", "limiter", "max_cost", "restore_rate", "tier_name")
+
+    def __init__(self, limiter: RateLimiter, tier: Tier) -> None:
+        self.limiter, self.capacity, self.restore_rate = limiter, tier.capacity, tier.restore_rate
+        self.max_cost, self.tier_name = tier.max_cost, tier.name
+
+    async def take(self, client: str, cost: float, now: float | None = None) -> Take:
+        return await self.limiter.take(client, cost, now)
+
+    async def refund(self, client: str, points: float, now: float | None = None) -> float:
+        return await self.limiter.refund(client, points, now)
 
 
 @remembered(entries=4096, max_key=64)
@@ -216,21 +285,29 @@ def _network(host: str) -> str:
     return str(address)
 
 
-# A stored answer ends with its cost report: `..."actualQueryCost":N}}}` (the engine puts
-# `extensions.cost` last, and only answers without errors are stored).
-_ACTUAL = b'"actualQueryCost":'
+# A stored answer ends with its cost report: `..."requestedQueryCost":R,"actualQueryCost":N}}}`
+# (the engine puts `extensions.cost` last, and only answers without errors are stored).
+_REQUESTED = b'"requestedQueryCost":'
+_ACTUAL = b',"actualQueryCost":'
 _TAIL = b"}}}"
 
 
-def stored_cost(body: bytes) -> int | None:
-    """The actual cost a stored answer reports, read from its last bytes."""
-    at = body.rfind(_ACTUAL, max(0, len(body) - 48))
+def stored_costs(body: bytes) -> tuple[int, int] | None:
+    """The requested and actual costs a stored answer reports, read from its last bytes."""
+    at = body.rfind(_REQUESTED, max(0, len(body) - 80))
     if at < 0 or not body.endswith(_TAIL):
         return None
+    requested, _, actual = body[at + len(_REQUESTED) : -len(_TAIL)].partition(_ACTUAL)
     try:
-        return int(body[at + len(_ACTUAL) : -len(_TAIL)])
+        return int(requested), int(actual)
     except ValueError:
         return None
+
+
+def stored_cost(body: bytes) -> int | None:
+    """The actual cost a stored answer reports."""
+    costs = stored_costs(body)
+    return None if costs is None else costs[1]
 
 
 def stamp(body: bytes, status: dict[str, Any]) -> bytes:

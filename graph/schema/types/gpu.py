@@ -6,13 +6,14 @@ import strawberry
 
 from db.catalog import Catalog
 from db.tables import GpuRow
-from graph.schema.types.node import Node, global_id
+from graph.schema.types.node import Node, entity_keys, global_id
 
 
 @strawberry.type(
+    directives=entity_keys("id", "name"),
     description="A GPU type the leaderboard measured on, with reference facts and "
     "the source they come from. Facts are null for a GPU the reference table does "
-    "not know."
+    "not know.",
 )
 class Gpu(Node):
     name: str = strawberry.field(

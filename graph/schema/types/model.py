@@ -32,7 +32,7 @@ from graph.schema.types.common import Figures, OutputLengthDistribution, Spread
 from graph.schema.types.energy import Estimates, OutputEnergy, TokenEnergy
 from graph.schema.types.gpu import Gpu
 from graph.schema.types.measured import CurvePoint, CurveSeries, GpuPower, ModelTask
-from graph.schema.types.node import Node, global_id
+from graph.schema.types.node import Node, entity_keys, global_id
 from graph.schema.types.source import Source
 from graph.schema.types.task import Task
 from graph.schema.types.timeline import ConfigurationVersion, versions
@@ -139,10 +139,11 @@ def serving(row: Row, catalog: Catalog) -> dict[str, Any]:
 
 
 @strawberry.type(
+    directives=entity_keys("id"),
     description="One measured serving configuration of an LLM or MLLM task (lm-arena-chat, "
     "gpqa, sourcegraph-fim, image-chat, video-chat): a row of the upstream task file, with its "
     "parallelism and output-length histogram from the per-model file. Energies in joules, "
-    "power in watts, latency in ms."
+    "power in watts, latency in ms.",
 )
 @LLM_FIGURES.declare(before="derived_fields")
 class Configuration(ServingConfiguration):
@@ -295,8 +296,9 @@ def configuration(catalog: Catalog, kind: Kind, row: Any) -> Any:
 
 
 @strawberry.type(
+    directives=entity_keys("id"),
     description="An AI model the leaderboard measured: every field of its LeadGreen "
-    "v1 index entry, its upstream facts and its measurements."
+    "v1 index entry, its upstream facts and its measurements.",
 )
 class Model(Node):
     slug: str = strawberry.field(

@@ -4,6 +4,8 @@ are the same in every release and every database where the object appears."""
 from __future__ import annotations
 
 import strawberry
+from strawberry.federation.schema_directives import Key
+from strawberry.federation.types import FieldSet
 
 # The types a global id can name, by the prefix it starts with.
 PREFIXES = ("Configuration", "Model", "Gpu", "Task", "Release")
@@ -18,6 +20,12 @@ class Node:
         description="Global id: `Type:key`, where the key is what identifies the object "
         "upstream (the documentation's 'Stable ids'). Treat it as an opaque string."
     )
+
+
+def entity_keys(*fields: str) -> list[object]:
+    """A type's `@key` directives, one per field (a Federation 2 entity: `_entities` resolves a
+    representation of it by any one of these fields)."""
+    return [Key(fields=FieldSet(field)) for field in fields]
 
 
 def global_id(prefix: str, key: str) -> strawberry.ID:

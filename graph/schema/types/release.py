@@ -9,7 +9,7 @@ import strawberry
 from db import reads
 from db.tables import ReleaseRow
 from graph.schema.context import Context
-from graph.schema.types.node import Node, global_id
+from graph.schema.types.node import Node, entity_keys, global_id
 
 Info = strawberry.Info[Context, None]
 
@@ -43,7 +43,10 @@ class ReleaseFile:
     sha256: str = strawberry.field(description="SHA-256 of the file's bytes, in hex.")
 
 
-@strawberry.type(description="One ingested snapshot of the upstream data, with its provenance.")
+@strawberry.type(
+    directives=entity_keys("id"),
+    description="One ingested snapshot of the upstream data, with its provenance.",
+)
 class Release(Node):
     number: int = strawberry.field(
         description="Release number in this database, in the order releases were ingested: what "

@@ -6,12 +6,13 @@ import strawberry
 
 from db.catalog import Catalog
 from db.tables import TaskRow
-from graph.schema.types.node import Node, global_id
+from graph.schema.types.node import Node, entity_keys, global_id
 
 
 @strawberry.type(
+    directives=entity_keys("id", "name"),
     description="A benchmark workload of the ML.ENERGY Leaderboard, such as "
-    "`lm-arena-chat` (LLM chat on LM Arena prompts)."
+    "`lm-arena-chat` (LLM chat on LM Arena prompts).",
 )
 class Task(Node):
     name: str = strawberry.field(description="Task identifier, as in upstream `tasks/{name}.json`.")

@@ -1,0 +1,346 @@
+"""Issue 21's warm, ready and workers figures, side by side in one run (bench/RESULTS.md, "Warm,
+ready, workers"): this checkout's code and, with `--code DIR`, another checkout's (before).
+
+    python -m bench.warm [--code DIR] [--k 50] [--rounds 3] [--seconds 5] [--json FILE]
+    python -m bench.warm --quick          # K = 3, one round of 1 s, this code only (CI)
+
+Everything on 127.0.0.1, through `leadgreen ingest` and `leadgreen serve` (bench.scale_run), on
+the real snapshot and its K-times copy (bench.scale), each code in databases of its own:
+
+- **warm**: the model page answered from the response cache by `leadgreen serve` with its
+  default request log (info, to its log file) and metrics on, against the Starlette endpoint
+  returning the same bytes (bench/baseline.py, same uvicorn): wrk -t1 -c32, interleaved
+  rounds; req/s and the server's CPU µs per answer, each as a ratio to the precomputed bytes'.
+- **ready**: process start to the first 200 of /readyz (median of `--starts`), on the real data
+  and at K, and the first model page asked right after (ms).
+- **workers**: `leadgreen serve --workers 1` and `2`, the cold model page (cache off, the 18
+  models in turn), wrk -t1 -c32; req/s of two over one, and the CPU wrk itself used (cores),
+  which the two workers share the machine's cores with.
+
+Prints the table; no timed assertion (the quick mode runs in `pytest -m bench`). Exits 1 when a
+request failed, 2 when wrk is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench import wrk
+from bench.queries import DEFAULT_SLUG, post
+from bench.scale import write_scaled
+from bench.scale_run import (
+    Leadgreen,
+    Question,
+    ask,
+    children,
+    database,
+    timed_ingest,
+    wait_ready,
+)
+from bench.servers import ROOT, Server, free_port, precomputed
+
+DATA = ROOT.parent / "shared" / "data"
+SNAPSHOT = DATA / "ml-energy-leaderboard" / "2026-02-16"
+MANIFEST = DATA / "seed" / "leadgreen-index-v1.json"
+
+
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.warm", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--code", type=Path, help="another checkout, measured as 'before'")
+    parser.add_argument("--k", type=int, default=50, help="the K-times snapshot's K")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5, help="seconds per wrk run")
+    parser.add_argument("--starts", type=int, default=3, help="starts timed per database")
+    parser.add_argument("--quick", action="store_true", help="K = 3, 1 s, one round (CI)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--parts", default="warm,ready,workers", help="what to measure")
+    args = parser.parse_args(argv)
+    args.parts = set(args.parts.split(","))
+    if args.quick:
+        args.k, args.rounds, args.seconds, args.starts = 3, 1, 1, 1
+    return args
+
+
+@dataclass
+class Code:
+    """One checkout's `leadgreen`, its databases and what was measured of it."""
+
+    name: str
+    leadgreen: Leadgreen
+    urls: dict[str, str] = field(default_factory=dict)  # "real" and "k": database URLs
+    results: dict[str, Any] = field(default_factory=dict)
+
+
+def serve(code: Code, url: str, workers: int = 1, **env: str) -> Server:
+    """`leadgreen serve` of `code` on `url`: the defaults (request log at info, metrics on, the
+    response cache in memory) unless `env` says otherwise."""
+    port = free_port()
+    command = [*code.leadgreen.command, "serve", "--database-url", url, "--port", str(port)]
+    settings = {
+        **code.leadgreen.env,
+        "LEADGREEN_WORKERS": str(workers),
+        "LEADGREEN_RATE_LIMIT": "false",
+        "LEADGREEN_SOURCE": str(SNAPSHOT),  # never fetched: the database holds a release
+        **env,
+    }
+    return Server(f"{code.name}-{workers}-{len(env)}-{port}", command, port, settings)
+
+
+def model_page() -> Question:
+    line = post_line(DEFAULT_SLUG)
+    return Question("model page", "POST", "/graphql", line.split(" ", 2)[2].encode())
+
+
+def post_line(slug: str) -> str:
+    from graph.server.documents import MODEL_PAGE
+
+    return post(MODEL_PAGE, {"slug": slug})
+
+
+def answered(server: Server) -> bytes:
+    status, body, _ = ask(server.port, model_page())
+    document = json.loads(body)
+    if status != 200 or document.get("errors") or not document["data"]["model"]:
+        raise RuntimeError(f"{server.name}: the model page: {status} {body[:300]!r}")
+    return body
+
+
+def ready(code: Code, which: str, starts: int, directory: Path) -> dict[str, float]:
+    """Median start to ready (s) and first answer after it (ms) over `starts` starts."""
+    seconds, first = [], []
+    for _ in range(starts):
+        server = serve(code, code.urls[which])
+        server.start(directory)
+        try:
+            seconds.append(wait_ready(server, 120.0))
+            started = time.perf_counter()
+            answered(server)
+            first.append((time.perf_counter() - started) * 1000)
+        finally:
+            server.stop()
+    return {"ready_s": median(seconds), "first_ms": median(first)}
+
+
+def wrk_run(server_pids: list[int], port: int, lines: Path, seconds: int) -> dict[str, float]:
+    """One wrk run: its result, the servers' and wrk's own CPU seconds per answer."""
+    before = [cpu_seconds(p) for p in server_pids]
+    client = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = wrk.run(port, lines, seconds, 32)
+    client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    each = [cpu_seconds(p) - b for p, b in zip(server_pids, before, strict=True)]
+    used = sum(each)
+    wrk_cpu = (client_after.ru_utime + client_after.ru_stime) - (client.ru_utime + client.ru_stime)
+    return {
+        "rate": run.rate,
+        "p50_ms": run.p50_ms,
+        "p99_ms": run.p99_ms,
+        "failures": run.failures,
+        "server_us": used / max(1, run.requests) * 1e6,
+        "wrk_cores": wrk_cpu / run.seconds,
+        "server_cores": used / run.seconds,
+        # The busiest process's share of the servers' CPU (1 / N: evenly spread over N).
+        "busiest_share": max(each) / used if used else 0.0,
+    }
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle(pids: list[int], timeout: float = 120.0) -> None:
+    """Until the processes stop working (a worker reading its release, say)."""
+    deadline, used = time.perf_counter() + timeout, sum(map(cpu_seconds, pids))
+    while time.perf_counter() < deadline:
+        time.sleep(0.25)
+        now = sum(map(cpu_seconds, pids))
+        if now - used <= 0.02:
+            return
+        used = now
+
+
+def serving_pids(server: Server) -> list[int]:
+    assert server.process is not None
+    return [server.process.pid, *children(server.process.pid)]
+
+
+def write_lines(directory: Path, name: str, lines: list[str]) -> Path:
+    path = directory / f"{name}.lines"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    """Each code's warm model page against the precomputed bytes, interleaved rounds."""
+    servers = {code.name: serve(code, code.urls["real"]) for code in codes}
+    for server in servers.values():
+        server.start(directory)
+    body = b""
+    try:
+        for server in servers.values():
+            wait_ready(server, 120.0)
+            body = answered(server)
+        (directory / "model-page.json").write_bytes(body)
+        baseline = precomputed(directory / "model-page.json")
+        baseline.start(directory)
+        servers["precomputed"] = baseline
+        baseline.wait_until_answering(post_line(DEFAULT_SLUG))
+        lines = write_lines(directory, "warm", [post_line(DEFAULT_SLUG)])
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+        for server in servers.values():
+            wrk.run(server.port, lines, 1, 32)  # warm up
+            server.wait_idle()
+        names = list(servers)
+        for round_ in range(args.rounds):
+            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+                server = servers[name]
+                runs[name].append(wrk_run(serving_pids(server), server.port, lines, args.seconds))
+                server.wait_idle()
+                print(f"  warm {name}: {runs[name][-1]}", file=sys.stderr)
+    finally:
+        for server in servers.values():
+            server.stop()
+    return {name: medians(each) for name, each in runs.items()}
+
+
+def workers(code: Code, args: argparse.Namespace, directory: Path) -> dict[str, Any]:
+    """The cold model page (every manifest model in turn) on one worker and on two."""
+    slugs = [m["slug"] for m in json.loads(MANIFEST.read_text())["models"]]
+    lines = write_lines(directory, "cold", [post_line(slug) for slug in slugs])
+    measured: dict[str, Any] = {}
+    for count in (1, 2):
+        server = serve(code, code.urls["real"], count, LEADGREEN_CACHE="off")
+        server.start(directory)
+        try:
+            wait_ready(server, 120.0)
+            answered(server)
+            pids = serving_pids(server)
+            idle(pids)  # every worker started (the first ready answers /readyz alone)
+            wrk.run(server.port, lines, 1, 32)  # warm up every worker
+            server.wait_idle()
+            runs = []
+            for _ in range(args.rounds):
+                runs.append(wrk_run(pids, server.port, lines, args.seconds))
+                server.wait_idle()
+                print(f"  workers {code.name} {count}: {runs[-1]}", file=sys.stderr)
+            measured[str(count)] = medians(runs)
+        finally:
+            server.stop()
+    return measured
+
+
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    middle = {key: median(run[key] for run in runs) for key in runs[0]}
+    return middle | {"failures": sum(run["failures"] for run in runs)}
+
+
+def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace) -> str:
+    """One table per part measured: each code's figures and their ratios."""
+    lines: list[str] = []
+    if warm_runs:
+        base = warm_runs["precomputed"]
+        lines += [
+            "| warm model page | req/s | × precomputed | p99 ms | server CPU µs/answer "
+            "| precomputed's CPU / this | wrk's CPU, cores |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, w in warm_runs.items():
+            lines.append(
+                f"| {name} | {w['rate']:,.0f} | **{w['rate'] / base['rate']:.2f}** "
+                f"| {w['p99_ms']:.2f} | {w['server_us']:.1f} "
+                f"| **{base['server_us'] / w['server_us']:.2f}** | {w['wrk_cores']:.2f} |"
+            )
+        lines.append("")
+    if "ready" in args.parts:
+        lines += [
+            f"| start to ready | real data s | first answer ms | K = {args.k} s "
+            f"| first answer ms | ingest at K = {args.k} s |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for code in codes:
+            real, k = code.results["ready_real"], code.results["ready_k"]
+            lines.append(
+                f"| {code.name} | **{real['ready_s']:.2f}** | {real['first_ms']:.1f} "
+                f"| **{k['ready_s']:.2f}** | {k['first_ms']:.1f} "
+                f"| {code.results['ingest_k_s']:.1f} |"
+            )
+        lines.append("")
+    if "workers" in args.parts:
+        lines += [
+            "| cold model page | 1 worker req/s | 2 workers req/s | 2 / 1 "
+            "| servers' CPU, cores (1 / 2) | busiest worker's share (2) "
+            "| wrk's CPU, cores (1 / 2) |",
+            "|---|---:|---:|---:|---|---:|---|",
+        ]
+        for code in codes:
+            one, two = code.results["workers"]["1"], code.results["workers"]["2"]
+            lines.append(
+                f"| {code.name} | {one['rate']:,.0f} | {two['rate']:,.0f} "
+                f"| **{two['rate'] / one['rate']:.2f}** "
+                f"| {one['server_cores']:.2f} / {two['server_cores']:.2f} "
+                f"| {two['busiest_share']:.2f} "
+                f"| {one['wrk_cores']:.2f} / {two['wrk_cores']:.2f} |"
+            )
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
+    if wrk.wrk_binary() is None:
+        print(f"bench.warm: wrk is not installed; as root: {wrk.INSTALL}")
+        return 2
+    codes = [Code("this code", Leadgreen(None))]
+    if args.code is not None:
+        codes.append(Code(f"before ({args.code.name})", Leadgreen(args.code)))
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="leadgreen-warm-") as tmp:
+        directory = Path(tmp)
+        scaled = directory / f"k{args.k}"
+        if "ready" in args.parts:
+            write_scaled(SNAPSHOT, scaled, args.k)
+        with contextlib.ExitStack() as stack:
+            for i, code in enumerate(codes):
+                for which in ("real", "k"):  # SQLite files of the code's own, removed after
+                    folder = directory / f"db-{i}-{which}"
+                    folder.mkdir()
+                    code.urls[which] = stack.enter_context(database("sqlite", folder))
+                timed_ingest(code.leadgreen, SNAPSHOT, code.urls["real"], MANIFEST)
+                if "ready" in args.parts:
+                    code.results["ingest_k_s"] = timed_ingest(
+                        code.leadgreen, scaled, code.urls["k"], None
+                    )[0]
+            for code in codes if "ready" in args.parts else ():
+                code.results["ready_real"] = ready(code, "real", args.starts, directory)
+                code.results["ready_k"] = ready(code, "k", args.starts, directory)
+                print(f"  ready {code.name}: {code.results}", file=sys.stderr)
+            warm_runs = warm(codes, args, directory) if "warm" in args.parts else {}
+            for code in codes if "workers" in args.parts else ():
+                code.results["workers"] = workers(code, args, directory)
+    print(
+        f"python -m bench.warm {' '.join(argv if argv is not None else sys.argv[1:])}; "
+        f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {os.cpu_count()} CPUs"
+    )
+    print(table(codes, warm_runs, args))
+    if args.json is not None:
+        everything = {"warm": warm_runs, **{code.name: code.results for code in codes}}
+        args.json.write_text(json.dumps(everything, indent=1))
+    failed = sum(run["failures"] for run in warm_runs.values())
+    failed += sum(r["failures"] for c in codes for r in c.results.get("workers", {}).values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

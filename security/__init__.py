@@ -1,0 +1,1 @@
+"""The supply-chain check's verdict (security/allowlist.py) and its allow-list."""
