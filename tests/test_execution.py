@@ -5,7 +5,12 @@ once, what its answer cost."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import itertools
 import json
+import logging
+import warnings
 from enum import Enum
 from typing import Any
 
@@ -26,6 +31,7 @@ from graph.server.ratelimit import CostBucket
 from tests.conftest import SCHEMA as schema
 from tests.conftest import SEED
 from tests.queries import Request
+from tests.reports import UNCOSTED, cost
 from tests.test_query_plans import REFERENCE, Coded, _on_both, answer
 
 pytestmark = pytest.mark.anyio
@@ -222,6 +228,113 @@ async def test_a_selection_of_the_type_name_only() -> None:
     assert json.loads(ours[0]) == {"points": [{"__typename": "Point", "t": "Point"}] * 2}
 
 
+@strawberry.type
+class Branch:
+    """Fields that answer after `steps` turns of the loop, fail after them, or branch again."""
+
+    @strawberry.field
+    async def value(self, steps: int) -> int:
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        return steps
+
+    @strawberry.field
+    async def fail(self, steps: int) -> int:
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        raise ValueError("failed")
+
+    @strawberry.field
+    async def child(self) -> Branch:
+        return Branch()
+
+    @strawberry.field
+    async def children(self) -> list[Branch]:
+        return [Branch(), Branch()]
+
+
+@strawberry.type
+class Tree:
+    @strawberry.field
+    async def root(self) -> Branch | None:
+        return Branch()
+
+
+def _nested(inner: str, depth: int, field: str) -> str:
+    for _ in range(depth):
+        inner = f"{field} {{ {inner} }}"
+    return inner
+
+
+def _tree(at: int, fail: int, depth: int, steps: int, field: str) -> str:
+    failing = _nested(f"fail(steps: {fail})", at, field)
+    return f"{{ root {{ a: {failing} b: {_nested(f'value(steps: {steps})', depth, field)} }} }}"
+
+
+TREES = [
+    _tree(*each)
+    for each in itertools.product(range(3), range(3), range(1, 4), range(3), ["child", "children"])
+]
+
+
+async def _unawaited(run: Any) -> list[str]:
+    """What Python reports as never awaited while `run` runs and once its objects are freed
+    (its errors not logged: a captured log record would keep their frames alive). A warning
+    holds the coroutine it reports, and that what it was handed: collected until none is new."""
+    found: list[str] = []
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            await run()
+            await asyncio.sleep(0.001)  # what the failure left to settle, settled
+            while True:
+                gc.collect()
+                if not caught:
+                    break
+                found += [str(each.message) for each in caught]
+                caught.clear()
+    finally:
+        logging.disable(logging.NOTSET)
+    return [each for each in found if "never awaited" in each]
+
+
+async def test_siblings_cancelled_before_they_start_leave_no_coroutine_unawaited() -> None:
+    """A field that fails cancels its siblings (graphql-core's order); a sibling cancelled
+    before its first step still closes the resolvers' coroutines it was handed (graphql-core's
+    own gather leaves them to be reported as never awaited), and the answers are strawberry's."""
+    answers = []
+
+    async def run() -> None:
+        for query in TREES:
+            answers.append(answer(await Schema(Tree).execute(query)))
+
+    assert await _unawaited(run) == []
+    reference = strawberry.Schema(query=Tree, extensions=[Coded])
+    assert answers == [answer(await reference.execute(query)) for query in TREES]
+    assert {data for data, _errors in answers} == {json.dumps({"root": None})}
+
+
+async def test_a_request_cancelled_at_any_turn_leaves_no_coroutine_unawaited() -> None:
+    """A request cancelled (a deadline, a client gone) while its fields are being gathered,
+    after each number of turns of the loop until it has answered."""
+    query = """{ root { a: children { children { value(steps: 2) } }
+        b: children { children { children { value(steps: 1) } } } } }"""
+    schema, cancelled = Schema(Tree), []
+
+    async def run() -> None:
+        for turns in range(20):
+            task = asyncio.ensure_future(schema.execute(query))
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            cancelled.append(task.cancelled())
+
+    assert await _unawaited(run) == []
+    assert cancelled[0] and not cancelled[-1]  # from before it starts to after it answered
+
+
 def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None:
     runner, engine, settings = synthetic_data
     ours, result, reference = runner.run(
@@ -232,7 +345,7 @@ def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None
 
 
 @pytest.mark.parametrize(
-    ("query", "variables", "expected"),
+    ("query", "variables", "expected", "extensions"),
     [
         (  # the resolver refuses: a field error, the non-null root nulled
             '{ leaderboard(task: "text-to-image") { task { name } } }',
@@ -243,6 +356,7 @@ def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None
                 "path": ["leaderboard"],
                 "extensions": {"code": "BAD_USER_INPUT"},
             },
+            cost(3, 0),  # leaderboard, its task and the task's name; the answer holds nothing
         ),
         (  # a variable that does not coerce: a request error
             MODEL_PAGE,
@@ -253,19 +367,20 @@ def test_the_model_page_answers_as_strawberry_answers_it(synthetic_data) -> None
                 "locations": [{"line": 3, "column": 17}],
                 "extensions": {"code": "BAD_USER_INPUT"},
             },
+            UNCOSTED,  # (the estimate needs the variables)
         ),
     ],
     ids=["a resolver refuses", "a variable does not coerce"],
 )
 def test_errors_are_answered_as_strawberry_answers_them(
-    synthetic_data, query, variables, expected
+    synthetic_data, query, variables, expected, extensions
 ) -> None:
     runner, engine, settings = synthetic_data
     ours, result, reference = runner.run(
         _on_both(engine, settings, Request(query, variables, None))
     )
     assert ours == reference == ("null", [expected])
-    assert result.extensions == {}
+    assert result.extensions == extensions
 
 
 async def test_several_operations_without_a_name_are_refused() -> None:

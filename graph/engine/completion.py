@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from inspect import CO_ITERABLE_COROUTINE
+from inspect import CO_ITERABLE_COROUTINE, CORO_CREATED, getcoroutinestate
 from types import CoroutineType, GeneratorType
 from typing import Any
 
@@ -44,13 +44,17 @@ from graphql import (
     is_object_type,
     located_error,
 )
-from graphql.pyutils import Path, gather_with_cancel, inspect, is_iterable
+from graphql.pyutils import Path, inspect, is_iterable
 
 from graph import internals
 from graph.engine import plain
 
 # Types whose values are never awaitable: most values, checked first (as strawberry does).
 _PLAIN = frozenset({type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset})
+# Classes whose values are neither an error nor a null: the built-in ones, and each class
+# found to be neither (a class does not become an exception later), up to a bound.
+_VALUES = {bool, int, float, str, list, tuple, dict}
+_MOST_VALUE_TYPES = 1000
 
 
 def is_awaitable(value: Any) -> bool:
@@ -298,6 +302,37 @@ def field_by_field(selection: Selection, source: Any, path: Path | None, run: Ru
     return each_field(selection.every, source, path, run, None)
 
 
+async def gather_with_cancel(*awaitables: Awaitable[Any]) -> list[Any]:
+    """graphql-core's `gather_with_cancel` (the others cancelled when one fails, or when the
+    request is cancelled), which also closes what a task cancelled before its first step was
+    handed: the resolvers' coroutines it would have awaited, dropped unstarted, which Python
+    reports as never awaited."""
+    futures = [asyncio.ensure_future(each) for each in awaitables]
+    try:  # shielded: a cancelled request must not cancel them before they are closed
+        return await asyncio.shield(asyncio.gather(*futures))
+    except BaseException:
+        for future in futures:
+            if not future.done():
+                if isinstance(future, asyncio.Task):
+                    close_unstarted(future.get_coro())
+                future.cancel()
+        await asyncio.gather(*futures, return_exceptions=True)
+        raise
+
+
+def close_unstarted(coroutine: Any) -> None:
+    """Close a coroutine that has not started, and the unstarted coroutines it was handed (as
+    arguments, or in a dict or list argument: the fields or items it would have gathered)."""
+    if not isinstance(coroutine, CoroutineType) or getcoroutinestate(coroutine) != CORO_CREATED:
+        return
+    for argument in coroutine.cr_frame.f_locals.values():  # type: ignore[union-attr]
+        if isinstance(argument, dict):
+            argument = list(argument.values())
+        for each in argument if isinstance(argument, list) else (argument,):
+            close_unstarted(each)
+    coroutine.close()
+
+
 async def _gathered(data: dict[str, Any], keys: list[str], run: Run) -> dict[str, Any]:
     if len(keys) == 1:
         data[keys[0]] = await data[keys[0]]
@@ -311,12 +346,16 @@ def _null_or_raised(value: Any, non_null: bool, where: str) -> bool:
     """graphql-core's start of `complete_value`: an error given as the value raised, a null
     refused where the schema forbids one (`where`: the field, as `Type.field`); True for a
     null that stands."""
+    if value.__class__ in _VALUES:  # most values: neither an error nor a null
+        return False
     if isinstance(value, Exception):
         raise value
     if value is None or value is Undefined:
         if non_null:
             raise TypeError(f"Cannot return null for non-nullable field {where}.")
         return True
+    if len(_VALUES) < _MOST_VALUE_TYPES:
+        _VALUES.add(value.__class__)
     return False
 
 
@@ -354,9 +393,11 @@ def items(
     item_type = inner.of_type
 
     def complete(value: Any, path: Path, info: Any, run: Run) -> Any:
-        if _null_or_raised(value, non_null, where):
+        if value.__class__ is list or value.__class__ is tuple:
+            pass
+        elif _null_or_raised(value, non_null, where):
             return None
-        if not is_iterable(value):
+        elif not is_iterable(value):
             raise GraphQLError(f"Expected Iterable, but did not find one for field '{where}'.")
         if quick is not None and (value.__class__ is list or value.__class__ is tuple):
             done = quick(value, info, run)
