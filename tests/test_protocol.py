@@ -93,6 +93,30 @@ async def test_the_media_type_follows_accept(synthetic_db, settings, accept, med
     assert got.headers["vary"] == "accept"  # a shared cache must keep the two types apart
 
 
+# Accept sent as several fields: the answer is the one for their values joined (RFC 9110,
+# 5.3), not for the first field's alone nor the last's (each alone: JSON).
+SPLIT_ACCEPT = ["application/json;q=0.4", "application/graphql-response+json;q=0.5", "*/*;q=0.3"]
+SPLIT_STREAM = ["application/json;q=0.1", "text/event-stream", "application/json;q=0.1"]
+
+
+async def test_accept_sent_as_several_fields_is_read_whole(synthetic_db, settings) -> None:
+    """The answer's media type, a refusal's (past the URL's cap: the edge answers it) and the
+    choice of an event stream all read every Accept field."""
+    split = [("accept", each) for each in SPLIT_ACCEPT]
+    async with app_client(settings, max_url_bytes=100) as (_, client):
+        posted = await client.post("/graphql", json={"query": GPUS}, headers=split)
+        long = await client.get("/graphql", params={"query": GPUS + " " * 100}, headers=split)
+        streamed = await client.post(
+            "/graphql", json={"query": GPUS}, headers=[("accept", f) for f in SPLIT_STREAM]
+        )
+    assert seen(posted) == (200, GQL, GPUS_ANSWER)
+    assert (long.status_code, long.headers["content-type"]) == (414, GQL)
+    assert streamed.status_code == 200
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    alone = [SPLIT_ACCEPT[0], SPLIT_ACCEPT[-1], SPLIT_STREAM[0], SPLIT_STREAM[-1]]
+    assert {negotiate(f.encode()) for f in alone} == {negotiate(b"application/json")}
+
+
 @pytest.mark.parametrize(
     ("accept", "stream"),
     [

@@ -4,8 +4,9 @@ its URL and header fields, is answered within its time limit, and gets a JSON an
 whatever fails; HEAD is answered as GET; every response carries the security headers; the
 request's log line, metrics and trace span are made here.
 
-Ordinary ASGI middleware inside Starlette's stack (ServerErrorMiddleware, then what a user adds
-with `app.add_middleware`, then the edge, then Starlette's exception handling and the routes),
+Ordinary ASGI middleware inside Starlette's stack (what a user adds with `app.add_middleware`,
+then the edge, then Starlette's exception handling and the routes; Starlette's outermost
+ServerErrorMiddleware is left out, graph/server/app.py `App`: the edge answers what fails),
 so that what a user adds sees every route; /graphql's requests the edge hands to its handler
 itself, past the routing and the exception handling (the handler answers its own errors). A
 request pays for one pass over its headers, a note in a context variable, one timer, and its
@@ -78,7 +79,7 @@ from graph.server.observability import (
     request_id,
     route_of,
 )
-from graph.server.protocol import AS_JSON, error_body, negotiate
+from graph.server.protocol import error_body, media_of
 from graph.server.responses import SECURITY_HEADERS, error_response, uncached
 from graph.settings import Settings
 
@@ -207,8 +208,7 @@ class Edge:
         client asked for, or the documents'."""
         extensions = extensions or {}
         if graphql:
-            accept = next((v for n, v in scope["headers"] if n == b"accept"), b"")
-            media = negotiate(accept) if accept else AS_JSON
+            media = media_of(scope["headers"])
             body = error_body(message, code, **extensions)
             await uncached(send, status, body, media.content_type, headers)
             return

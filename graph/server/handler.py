@@ -99,10 +99,12 @@ class GraphQLHandler:
         for name, value in scope["headers"]:
             if name == b"content-type":
                 content_type = value
-            elif name == b"accept":
-                accept = value
+            elif name == b"accept":  # sent more than once: combined, as HTTP does
+                accept = value if not accept else b"%s, %s" % (accept, value)
             elif name == b"accept-encoding":
-                accept_encoding = value
+                accept_encoding = (
+                    value if not accept_encoding else b"%s, %s" % (accept_encoding, value)
+                )
             elif name == b"if-none-match":
                 if_none_match = value
             elif name == b"x-api-key":

@@ -79,6 +79,22 @@ AS_GRAPHQL_RESPONSE = Media((b"content-type", GRAPHQL_RESPONSE), graphql_respons
 AS_EVENT_STREAM = Media(AS_JSON.content_type, graphql_response=False, html=False, event_stream=True)
 
 
+def combined(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """A list-valued request header (Accept, Accept-Encoding) as one value: sent more than
+    once, its fields joined with commas, as HTTP combines them (RFC 9110, 5.3); None when it
+    was not sent."""
+    values = [value for each, value in headers if each == name]
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else b", ".join(values)
+
+
+def media_of(headers: Sequence[tuple[bytes, bytes]]) -> Media:
+    """The media type of answers for a request's headers (`negotiate`; JSON without Accept)."""
+    accept = combined(headers, b"accept")
+    return negotiate(accept) if accept else AS_JSON
+
+
 @remembered(entries=256)
 def negotiate(accept: bytes) -> Media:
     """The media type of answers for this Accept header.

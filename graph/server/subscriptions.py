@@ -63,7 +63,7 @@ from graph.server.protocol import (
     Reader,
     Refusal,
     from_item,
-    negotiate,
+    media_of,
     read_json_body,
     request_error,
 )
@@ -393,12 +393,11 @@ class Sse:
     @staticmethod
     def asked(scope: Scope) -> bool:
         """Whether the request asks for an event stream (prefers it to JSON: `negotiate`)."""
-        accept = next((value for name, value in scope["headers"] if name == b"accept"), None)
-        return accept is not None and negotiate(accept).event_stream
+        return media_of(scope["headers"]).event_stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
-        media = negotiate(headers[b"accept"]) if b"accept" in headers else AS_JSON
+        media = media_of(scope["headers"])
         operation = None
         try:
             request = await self.read(scope, receive, headers)
@@ -545,7 +544,7 @@ class SingleConnection:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope["headers"])
-        media = negotiate(headers[b"accept"]) if b"accept" in headers else AS_JSON
+        media = media_of(scope["headers"])
         try:
             await self.answer(scope, receive, send, headers)
         except Refusal as refusal:
