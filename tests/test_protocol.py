@@ -23,6 +23,7 @@ from graph.engine import limits
 from graph.engine.prepared import PREPARING
 from graph.errors import OVERLOADED_MESSAGE, Code, database_fault
 from graph.server.protocol import negotiate
+from graph.server.responses import choose
 from tests.conftest import ROOT, app_client
 from tests.reports import UNCOSTED, cost
 
@@ -115,6 +116,16 @@ async def test_accept_sent_as_several_fields_is_read_whole(synthetic_db, setting
     assert streamed.headers["content-type"].startswith("text/event-stream")
     alone = [SPLIT_ACCEPT[0], SPLIT_ACCEPT[-1], SPLIT_STREAM[0], SPLIT_STREAM[-1]]
     assert {negotiate(f.encode()) for f in alone} == {negotiate(b"application/json")}
+
+
+async def test_accept_encoding_sent_as_several_fields_is_read_whole(synthetic_db, settings):
+    """gzip alone in the first field, nothing in the last: brotli, which the fields together
+    rank above gzip."""
+    split = [("accept-encoding", f) for f in ("gzip;q=0.5", "br;q=0.9", "identity")]
+    async with app_client(settings, compress_min_bytes=0) as (_, client):
+        response = await client.post("/graphql", json={"query": GPUS}, headers=split)
+    assert (response.headers["content-encoding"], response.json()) == ("br", GPUS_ANSWER)
+    assert [choose(b"gzip;q=0.5"), choose(b"identity")] == [b"gzip", None]
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from graph.server.protocol import (
     Reader,
     Refusal,
     answer_batch,
+    joined,
     negotiate,
     read_json_body,
 )
@@ -100,11 +101,9 @@ class GraphQLHandler:
             if name == b"content-type":
                 content_type = value
             elif name == b"accept":  # sent more than once: combined, as HTTP does
-                accept = value if not accept else b"%s, %s" % (accept, value)
+                accept = joined(accept, value)
             elif name == b"accept-encoding":
-                accept_encoding = (
-                    value if not accept_encoding else b"%s, %s" % (accept_encoding, value)
-                )
+                accept_encoding = joined(accept_encoding, value)
             elif name == b"if-none-match":
                 if_none_match = value
             elif name == b"x-api-key":

@@ -83,10 +83,16 @@ def combined(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | Non
     """A list-valued request header (Accept, Accept-Encoding) as one value: sent more than
     once, its fields joined with commas, as HTTP combines them (RFC 9110, 5.3); None when it
     was not sent."""
-    values = [value for each, value in headers if each == name]
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else b", ".join(values)
+    found = None
+    for each, value in headers:
+        if each == name:
+            found = value if found is None else joined(found, value)
+    return found
+
+
+def joined(before: bytes, value: bytes) -> bytes:
+    """A list-valued header's fields so far, and one more."""
+    return b"%s, %s" % (before, value) if before else value
 
 
 def media_of(headers: Sequence[tuple[bytes, bytes]]) -> Media:
