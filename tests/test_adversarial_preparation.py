@@ -3,9 +3,11 @@ it cannot.
 
 Texts with the same significant tokens (comments, spaces, commas and line breaks aside) are one
 document: prepared once, answered alike, their errors placed in the text each client sent;
-different documents never share. An introspection query's answer is computed once per
-document. New-document work is bounded per client and in all: past a bound the request is
-refused at once with PREPARATION_BUSY (503, Retry-After), and nothing is left counted.
+different documents never share. A valid document is shared too by texts that differ from it in
+their operations' names only (each text's `operationName` read by the names it gives). An
+introspection query's answer is computed once per document. New-document work is bounded per
+client and in all: past a bound the request is refused at once with PREPARATION_BUSY (503,
+Retry-After), and nothing is left counted.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -21,17 +24,26 @@ import pytest
 from graphql import (
     GraphQLSyntaxError,
     Lexer,
+    OperationDefinitionNode,
     Source,
     TokenKind,
     execute_sync,
     get_introspection_query,
     parse,
+    print_ast,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graph.engine import completion, limits
-from graph.engine.prepared import INLINE_CHARS, PREPARING, Documents, significant, translate
+from graph.engine.prepared import (
+    INLINE_CHARS,
+    PREPARING,
+    Documents,
+    significant,
+    spelling,
+    translate,
+)
 from graph.internals import core_schema
 from graph.settings import Settings
 from tests.conftest import app_client
@@ -97,6 +109,15 @@ def lexed(text: str) -> list[tuple[TokenKind, str | None]] | None:
     return found
 
 
+def starts(text: str) -> list[int]:
+    """Where each of `text`'s tokens starts (a text that lexes)."""
+    lexer = Lexer(Source(text))
+    found = []
+    while (token := lexer.advance()).kind is not TokenKind.EOF:
+        found.append(token.start)
+    return found
+
+
 @st.composite
 def spellings(draw: st.DrawFn) -> tuple[str, str]:
     """Two texts of the same tokens, each with ignored characters of its own between them."""
@@ -138,14 +159,6 @@ def test_texts_of_one_key_are_one_document(first: str, second: str) -> None:
 def test_a_place_in_one_spelling_is_found_in_the_other(texts: tuple[str, str], at: int) -> None:
     """Each token's start in one text is the same token's start in the other."""
     first, second = texts
-
-    def starts(text: str) -> list[int]:
-        lexer = Lexer(Source(text))
-        found = []
-        while (token := lexer.advance()).kind is not TokenKind.EOF:
-            found.append(token.start)
-        return found
-
     if lexed(first) is None:
         return
     here, there = starts(first), starts(second)
@@ -160,6 +173,129 @@ def test_a_document_is_kept_once_for_all_its_spellings() -> None:
     assert documents.prepare("{ gpus, { name, }, }  # again", 5000) is one
     assert documents.prepare('{ gpus { name } __type(name: "a # b") { name } }', 5000) is not one
     assert len(documents) == 2
+
+
+# --- one document, whatever its operations are called ----------------------------------------
+
+NAMES = st.sampled_from(["A", "B", "query", "fragment", "on", "_x1", "Names"])
+OPENING = {"{": "}", "(": ")", "[": "]"}
+
+
+@st.composite
+def definitions(draw: st.DrawFn) -> list[list[str | None]]:
+    """The tokens of a few definitions (operations, shorthand queries, fragments), None where
+    an operation's name goes; now and then a stray token, so that some are not documents."""
+    found = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["query", "mutation", "subscription", "{", "fragment"]))
+        body = draw(st.sampled_from([["{", "a", "}"], ["{", "a", "b", "{", "c", "}", "}"]]))
+        if kind == "{":
+            tokens: list[str | None] = list(body)
+        elif kind == "fragment":
+            tokens = ["fragment", draw(NAMES), "on", "T", *body]
+        else:
+            tokens = [kind]
+            if draw(st.booleans()):
+                tokens.append(None)
+            if draw(st.booleans()):
+                tokens += ["(", "$", "v", ":", "I", "=", "{", "a", ":", '"q {"', "}", ")"]
+            if draw(st.booleans()):
+                tokens += ["@", "d", "(", "x", ":", "[", "1", "]", ")"]
+            tokens += body
+        found.append(tokens)
+    tokens = [t for d in found for t in d]
+    if draw(st.integers(0, 4)) == 0:
+        tokens.insert(draw(st.integers(0, len(tokens))), draw(TOKENS))
+    return [tokens]
+
+
+def spelled_with(draw: st.DrawFn, tokens: list[str | None], names: list[str]) -> str:
+    """`tokens` with `names` in the operations' name places, ignored characters between."""
+    named = iter(names)
+    text = ""
+    for token in tokens:
+        text += (next(named) if token is None else token) + draw(IGNORED)
+    return text
+
+
+@st.composite
+def renamings(draw: st.DrawFn) -> tuple[str, list[str], str, list[str]]:
+    """One document spelled twice, its operations named differently each time."""
+    (tokens,) = draw(definitions())
+    places = tokens.count(None)
+    first = draw(st.lists(NAMES, min_size=places, max_size=places))
+    second = draw(st.lists(NAMES, min_size=places, max_size=places))
+    return (
+        spelled_with(draw, tokens, first),
+        first,
+        spelled_with(draw, tokens, second),
+        second,
+    )
+
+
+def unnamed_ast(text: str) -> str | None:
+    """graphql-core's reading of `text` with its operations' names taken out, printed; None
+    when it is not a document."""
+    try:
+        document = parse(text)
+    except GraphQLSyntaxError:
+        return None
+    definitions = [
+        replace(d, name=None) if isinstance(d, OperationDefinitionNode) else d
+        for d in document.definitions
+    ]
+    return print_ast(replace(document, definitions=tuple(definitions)))
+
+
+@given(renamings())
+@settings(max_examples=300)
+def test_texts_that_differ_in_operation_names_have_one_form(
+    texts: tuple[str, list[str], str, list[str]],
+) -> None:
+    """A document read whole (its brackets balanced, each definition an operation or a
+    fragment) has one form however its operations are named, each differently; the names are
+    read in their order. Names that repeat (not a document) give no form."""
+    first, first_names, second, second_names = texts
+    one, two = spelling(first), spelling(second)
+    if unnamed_ast(first) is None or not first_names:
+        return
+    if len(set(first_names)) < len(first_names):
+        assert one.form is None
+    elif len(set(second_names)) == len(second_names):
+        assert (one.names, two.names) == (tuple(first_names), tuple(second_names))
+        assert one.form == two.form is not None
+
+
+@given(definitions(), definitions(), st.data())
+@settings(max_examples=500)
+def test_texts_of_one_form_are_one_document_but_for_names(
+    first: list[list[str | None]], second: list[list[str | None]], data: st.DataObject
+) -> None:
+    """Whatever two texts (stray tokens included): one form means one document as graphql-core
+    reads it, its operations' names aside, or two texts that are not documents."""
+    texts = []
+    for (tokens,) in (first, second):
+        places = tokens.count(None)
+        names = data.draw(st.lists(NAMES, min_size=places, max_size=places))
+        texts.append(spelled_with(data.draw, tokens, names))
+    one, two = (spelling(t) for t in texts)
+    if one.form is not None and one.form == two.form:
+        assert unnamed_ast(texts[0]) == unnamed_ast(texts[1])
+
+
+@given(renamings(), st.integers(min_value=0, max_value=10_000))
+@settings(max_examples=200)
+def test_a_place_in_one_naming_is_found_in_the_other(
+    texts: tuple[str, list[str], str, list[str]], at: int
+) -> None:
+    """Each token's start in one text is the same token's start in the other, the operations'
+    names included."""
+    first, _, second, _ = texts
+    if unnamed_ast(first) is None:  # (only documents are shared)
+        return
+    here, there = starts(first), starts(second)
+    i = at % len(here)
+    assert translate(here[i], first, second) == there[i]
 
 
 QUERY = """query Names {
@@ -208,6 +344,60 @@ async def test_errors_are_placed_in_the_text_the_client_sent(synthetic_db, setti
     ]
     assert [(e["message"], e["locations"]) for e in two["errors"]] == [
         (message, [{"line": 6, "column": 8}])
+    ]
+
+
+NAMED = """query Names($slug: String!) {
+  model(slug: $slug) { configurations(task: "chat") { id } }
+  gpus { name }
+}"""
+
+
+async def test_namings_share_one_preparation_and_answer_by_their_own_names(
+    synthetic_db, settings
+) -> None:
+    """A valid document sent again with its operation named otherwise (and spaced otherwise)
+    is not prepared again; its `operationName` is read by the name its text gives, a name it
+    does not give is unknown (the first text's too), and its errors are placed in its text."""
+    variables = {"slug": "tiny-1b"}
+    renamed = NAMED.replace("query Names", "# renamed\nquery   Other123 ").replace(" {", "{")
+    async with app_client(settings, cache="off") as (app, client):
+        documents = app.state.schema.engine.documents
+
+        async def ask(query: str, name: str | None) -> Any:
+            body = {"query": query, "variables": variables, "operationName": name}
+            return (await client.post("/graphql", json=body)).json()
+
+        first = await ask(NAMED, "Names")
+        kept = len(documents)
+        other = await ask(renamed, "Other123")
+        unnamed = await ask(renamed, None)
+        theirs = await ask(renamed, "Names")
+        assert len(documents) == kept
+    assert first["errors"][0]["locations"] == [{"line": 2, "column": 24}]
+    # (`configurations` one line down, one column left: "model(slug: $slug){ ")
+    assert other["errors"][0]["locations"] == [{"line": 3, "column": 23}]
+    for answer in (other, unnamed):
+        assert answer["data"] == first["data"]
+        assert [e["message"] for e in answer["errors"]] == [e["message"] for e in first["errors"]]
+    assert theirs["errors"] == [
+        {"message": 'Unknown operation named "Names".', "extensions": {"code": "BAD_REQUEST"}}
+    ]
+
+
+async def test_an_invalid_document_is_not_shared_across_namings(synthetic_db, settings) -> None:
+    """A document whose validation fails names its own operation in its errors: each naming
+    of it is prepared on its own."""
+    async with app_client(settings, cache="off") as (app, client):
+        documents = app.state.schema.engine.documents
+        answers = []
+        for name in ("First", "Second"):
+            query = f"query {name}($unused: Int) {{ gpus {{ name }} }}"
+            answers.append((await client.post("/graphql", json={"query": query})).json())
+        assert len(documents) == 2
+    assert [[e["message"] for e in a["errors"]] for a in answers] == [
+        ["Variable '$unused' is never used in operation 'First'."],
+        ["Variable '$unused' is never used in operation 'Second'."],
     ]
 
 

@@ -65,9 +65,10 @@ RULES = tuple(specified_rules)
 MAX_VARIABLE_ERRORS = 50
 # What a subscription transport runs: subscriptions, and queries (answered once).
 SUBSCRIBED = frozenset({AllowedType.SUBSCRIPTION, AllowedType.QUERY})
-# A request begun: its limits, its account, its document and the operation it runs.
-# (and the text the client sent, where its errors are placed)
-Begun = tuple[Limits, Account, Prepared, OperationDefinitionNode, str]
+# A request begun: its limits, its account, its document and the operation it runs (and the
+# text the client sent, where its errors are placed; the `operationName` it sent, as the
+# document names that operation).
+Begun = tuple[Limits, Account, Prepared, OperationDefinitionNode, str, str | None]
 
 
 class Engine:
@@ -98,9 +99,7 @@ class Engine:
         if isinstance(begun, ExecutionResult):
             return begun
         try:
-            return await self._answered(
-                begun, variables, context, root_value, operation_name, operation_extensions
-            )
+            return await self._answered(begun, variables, context, root_value, operation_extensions)
         finally:
             begun[1].prepared()  # (the new document's bounds, once its plan is made)
 
@@ -132,7 +131,8 @@ class Engine:
         except BaseException:
             account.prepared()
             raise
-        return limits, account, prepared, operation, query
+        named = operation.name.value if operation_name is not None and operation.name else None
+        return limits, account, prepared, operation, query, named
 
     async def _answered(
         self,
@@ -140,11 +140,10 @@ class Engine:
         variables: dict[str, Any] | None,
         context: Any,
         root_value: Any,
-        operation_name: str | None,
         operation_extensions: dict[str, Any] | None,
     ) -> ExecutionResult:
         """A query's answer: admitted (validated, charged), then run."""
-        limits, account, prepared, operation, query = begun
+        limits, account, prepared, operation, query, operation_name = begun
         # strawberry names the operation by the first one's name when the client names none.
         name = operation_name if operation_name is not None else _name(prepared)
         refused = await self._admit(account, prepared, name, operation_name, variables)
@@ -254,7 +253,7 @@ class Engine:
         if isinstance(begun, ExecutionResult):
             return begun
         try:
-            return await self._subscribed(begun, variables, context, operation_name)
+            return await self._subscribed(begun, variables, context)
         finally:
             begun[1].prepared()
 
@@ -263,12 +262,11 @@ class Engine:
         begun: Begun,
         variables: dict[str, Any] | None,
         context: Any,
-        operation_name: str | None,
     ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
         """A subscription's events, once it is begun (or the errors that refuse it)."""
-        limits, account, prepared, operation, query = begun
+        limits, account, prepared, operation, query, operation_name = begun
         if operation.operation is not OperationType.SUBSCRIPTION:
-            return await self._answered(begun, variables, context, None, operation_name, None)
+            return await self._answered(begun, variables, context, None, None)
         name = operation_name if operation_name is not None else _name(prepared)
         refused = await self._admit(account, prepared, name, operation_name, variables)
         if refused:
@@ -372,13 +370,15 @@ def relocated(error: GraphQLError, prepared: str, text: str) -> GraphQLError:
 
 
 def _operation(prepared: Prepared, name: str | None) -> OperationDefinitionNode:
-    """The operation strawberry runs: the one named, else the first."""
+    """The operation strawberry runs: the one named (by the name the client's text gives it:
+    `Prepared.aliases`), else the first."""
+    own = name if prepared.aliases is None or name is None else prepared.aliases.get(name)
     for definition in prepared.document.definitions:
         if isinstance(definition, OperationDefinitionNode) and (
-            name is None or (definition.name is not None and definition.name.value == name)
+            name is None or (definition.name is not None and definition.name.value == own)
         ):
             return definition
-    raise CannotGetOperationTypeError(name if name is not None else None)
+    raise CannotGetOperationTypeError(name)
 
 
 def _name(prepared: Prepared) -> str | None:

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, TypeVar
 
 from graphql import (
     DocumentNode,
@@ -121,6 +121,9 @@ class Prepared:
     memos: Few = field(default_factory=Few)
     # What depends on the document only (its fragments, plans): a few keys per operation.
     derived: dict[Hashable, Any] = field(default_factory=dict)
+    # For a text that differs from the document's in its operations' names only (`renamed`):
+    # each name the text gives an operation, to the document's name of it.
+    aliases: Mapping[str, str] | None = None
 
     @property
     def size(self) -> int:
@@ -134,6 +137,21 @@ class Prepared:
         if name is None:
             return operations[0] if len(operations) == 1 else None
         return next((o for o in operations if o.name and o.name.value == name), None)
+
+    @property
+    def valid(self) -> bool:
+        """Whether the document was validated, and without errors."""
+        return bool(self.validated) and not any(self.validated.values())
+
+    def renamed(self, names: tuple[str, ...]) -> Prepared:
+        """This document (the same object underneath: parse, validation, costs, plans) as a
+        text that names its operations `names`, in their order."""
+        own = [
+            d.name.value
+            for d in self.document.definitions
+            if isinstance(d, OperationDefinitionNode) and d.name is not None
+        ]
+        return replace(self, aliases=dict(zip(names, own, strict=True)))
 
     def once(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """A value that depends on the document only (a fixed number of keys per document)."""
@@ -333,16 +351,89 @@ def significant(text: str) -> str:
     return "".join(out).strip(" ")
 
 
+def _unnamed(chunks: list[tuple[int, str]]) -> list[str]:
+    """The chunks' texts, its operations' names blanked."""
+    texts = [c for _, c in chunks]
+    for i in _named(chunks) or ():
+        texts[i] = ""
+    return texts
+
+
 def _chunks(text: str) -> list[tuple[int, str]]:
     """The offsets and texts of `text`'s runs of significant characters (its strings whole)."""
     return [(m.start(), m.group()) for m in _CHUNK.finditer(text) if m.group()[0] != "#"]
 
 
+_OPERATION_TYPES = frozenset({"query", "mutation", "subscription"})
+_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]*")
+_OPENING = frozenset("{([")
+_CLOSING = {"}": "{", ")": "(", "]": "["}
+
+
+def _named(chunks: list[tuple[int, str]]) -> list[int] | None:
+    """The indexes in `chunks` (a text's, `_chunks`) of its operations' names, in their order;
+    None when the text is not, as far as its brackets and first words tell, a list of
+    operations and fragments (then nothing of it is renamed)."""
+    names: list[int] = []
+    opened: list[str] = []
+    start = True  # at the start of a definition
+    for i, (_, chunk) in enumerate(chunks):
+        if start:
+            if chunk[0] == '"':  # (a description)
+                continue
+            if chunk in _OPERATION_TYPES:
+                if i + 1 < len(chunks) and _NAME.fullmatch(chunks[i + 1][1]):
+                    names.append(i + 1)
+            elif chunk != "fragment" and chunk != "{":
+                return None
+            start = False
+        if chunk in _OPENING:
+            opened.append(chunk)
+        elif chunk in _CLOSING:
+            if not opened or opened.pop() != _CLOSING[chunk]:
+                return None
+            start = not opened and chunk == "}"
+    return names if start and not opened else None
+
+
+class Spelling(NamedTuple):
+    """What a text is, as the documents kept are found by: its significant tokens, and (for a
+    text whose operations are named, each differently) those tokens with the names cut out
+    and where they were, and the names, in their order."""
+
+    key: str
+    form: tuple[str, tuple[int, ...]] | None
+    names: tuple[str, ...]
+
+
+def spelling(text: str) -> Spelling:
+    """`text`'s significant tokens (`significant`) and their form without operation names:
+    texts of the same form are one document but for its operations' names."""
+    key = significant(text)
+    chunks = _chunks(key)
+    at = _named(chunks)
+    if not at:
+        return Spelling(key, None, ())
+    names = tuple(chunks[i][1] for i in at)
+    if len(set(names)) < len(names):  # (not a document: its operations must differ)
+        return Spelling(key, None, ())
+    cut: list[str] = []
+    places: list[int] = []
+    end = removed = 0
+    for i in at:
+        start, name = chunks[i]
+        cut.append(key[end:start])
+        places.append(start - removed)
+        end, removed = start + len(name), removed + len(name)
+    cut.append(key[end:])
+    return Spelling(key, ("".join(cut), tuple(places)), names)
+
+
 def translate(position: int, source: str, target: str) -> int | None:
     """`position` in `source` at the same place of `target`, a text with the same significant
-    tokens; None when it cannot be placed."""
+    tokens but perhaps its operations' names; None when it cannot be placed."""
     here, there = _chunks(source), _chunks(target)
-    if [c for _, c in here] != [c for _, c in there]:
+    if _unnamed(here) != _unnamed(there):
         return None
     at = bisect.bisect_right([start for start, _ in here], position) - 1
     if at < 0:
@@ -353,15 +444,20 @@ def translate(position: int, source: str, target: str) -> int | None:
 
 class Documents:
     """The documents a schema has run lately, within `max_bytes`: each kept once by its
-    significant tokens (`significant`), and every text it was sent as remembered briefly."""
+    significant tokens (`significant`), and every text it was sent as remembered briefly. A
+    valid document is also found by a text that differs from it in its operations' names."""
 
     def __init__(self, max_bytes: int) -> None:
         self._kept: Bounded[tuple[str, int], Prepared] = Bounded(
             max_bytes - max_bytes // 8, lambda prepared: prepared.size
         )
-        # A text's significant tokens, when they are not the text itself.
-        self._texts: Bounded[tuple[str, int], str] = Bounded(
-            max_bytes // 8, lambda key: 2 * len(key) + TEXT_BYTES
+        # A text's spelling, when its significant tokens are not the text itself; and the
+        # significant tokens of the document kept for a form without operation names.
+        self._texts: Bounded[tuple[str, int], Spelling] = Bounded(
+            max_bytes // 16, lambda spelled: 3 * len(spelled.key) + TEXT_BYTES
+        )
+        self._forms: Bounded[tuple[tuple[str, tuple[int, ...]], int], str] = Bounded(
+            max_bytes // 16, lambda key: 2 * len(key) + TEXT_BYTES
         )
 
     def prepare(self, text: str, max_tokens: int) -> Prepared:
@@ -373,28 +469,41 @@ class Documents:
         return prepared
 
     def get(self, text: str, max_tokens: int) -> Prepared | None:
-        """The document of `text` when it is prepared already (sent as `text`, or as another
-        text with the same significant tokens)."""
+        """The document of `text` when it is prepared already: sent as `text`, as another text
+        with the same significant tokens, or (when valid) as one that names its operations
+        otherwise (`Prepared.renamed`)."""
         kept = self._kept.get((text, max_tokens))
         if kept is not None:
             return kept
-        key = self._texts.get((text, max_tokens))
-        if key is None:
-            key = significant(text)
-            if key == text:
-                return None
-            self._texts[(text, max_tokens)] = key
-        return self._kept.get((key, max_tokens))
+        spelled = self._texts.get((text, max_tokens))
+        if spelled is None:
+            spelled = spelling(text)
+            if spelled.key != text:
+                self._texts[(text, max_tokens)] = spelled
+        kept = self._kept.get((spelled.key, max_tokens))
+        if kept is not None or spelled.form is None:
+            return kept
+        key = self._forms.get((spelled.form, max_tokens))
+        kept = None if key is None else self._kept.get((key, max_tokens))
+        if kept is None or not kept.valid:
+            return None
+        return kept.renamed(spelled.names)
 
     def keep(self, prepared: Prepared, max_tokens: int) -> Prepared:
         """Remember a document parsed within `max_tokens` (the one kept already, if another
         request parsed it meanwhile)."""
-        key = significant(prepared.text)
-        return self._kept.setdefault((key, max_tokens), prepared)
+        spelled = spelling(prepared.text)
+        kept = self._kept.setdefault((spelled.key, max_tokens), prepared)
+        if spelled.form is not None:
+            first = self._forms.get((spelled.form, max_tokens))
+            other = None if first is None else self._kept.get((first, max_tokens))
+            if other is None or not other.valid:
+                self._forms[(spelled.form, max_tokens)] = spelled.key
+        return kept
 
     def __len__(self) -> int:
         return len(self._kept)
 
     @property
     def bytes(self) -> float:
-        return self._kept.bytes + self._texts.bytes
+        return self._kept.bytes + self._texts.bytes + self._forms.bytes
