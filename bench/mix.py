@@ -26,9 +26,10 @@ serve` as deployed (LEADGREEN_CACHE=memory, the default) and with LEADGREEN_CACH
 model-page lines to both and to Mercurius. The table
 gives req/s (median of rounds), p50/p99, the server's CPU ms per request and, as deployed, the
 response cache's hit rate over the runs (from /metrics). Separately, in this process: the cost
-of a document the server has not seen (its parse, validation, cost and plan: the CPU of its
-first answer less that of its second, the data's own memos warm), p50 and p99 over the docs'
-operations. Exits 1 when a request failed, 2 when wrk is missing.
+of a document the server has not seen (the CPU of its first answer less that of its second, the
+data's own memos warm; a text made new by a field of its own, since comments and spacing are
+not new to the server) and of each of its steps (parse, validation, cost, plan), p50 and p99
+over the docs' operations. Exits 1 when a request failed, 2 when wrk is missing.
 """
 
 from __future__ import annotations
@@ -43,11 +44,15 @@ import re
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+from graphql import OperationDefinitionNode, parse
 
 from bench import peers, wrk
 from bench.peers_compare import SEED, SNAPSHOT, ingest
@@ -294,46 +299,104 @@ def drive(
     return results
 
 
-def first_seen(database_url: str, examples: list[Example], repeats: int) -> dict[str, float]:
+# A new document's steps, each where the engine looks it up when it runs (module, name).
+STEPS = {
+    "parse": ("graph.engine.limits", "parsed"),
+    "validation": ("graph.engine.limits", "validation_errors"),
+    "cost": ("graph.engine.limits", "requested_cost"),
+    "plan": ("graph.engine.plan", "compile_plan"),
+}
+
+
+def made_new(text: str, tag: str) -> str:
+    """`text` with a field of its own in each operation (`<tag>: __typename`): a document the
+    server has not seen, which a comment or other spacing would not make (texts of the same
+    tokens share one preparation)."""
+    ends = [
+        d.selection_set.loc.end - 1  # its closing brace
+        for d in parse(text).definitions
+        if isinstance(d, OperationDefinitionNode) and d.selection_set.loc is not None
+    ]
+    for end in sorted(ends, reverse=True):
+        text = f"{text[:end]} {tag}: __typename {text[end:]}"
+    return text
+
+
+@contextmanager
+def steps_timed(spent: dict[str, float]) -> Iterator[None]:
+    """Each of STEPS's functions timed while inside: the CPU of the thread that runs it (a
+    worker thread's for a large document) added to `spent[step]`."""
+    originals = {step: getattr(import_module(m), name) for step, (m, name) in STEPS.items()}
+
+    def timed(step: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[step] += time.thread_time() - started
+
+        return run
+
+    for step, (module, name) in STEPS.items():
+        setattr(import_module(module), name, timed(step, originals[step]))
+    try:
+        yield
+    finally:
+        for step, (module, name) in STEPS.items():
+            setattr(import_module(module), name, originals[step])
+
+
+def first_seen(database_url: str, examples: list[Example], repeats: int) -> dict[str, Any]:
     """The CPU a document costs the first time it is seen: its first answer less its second
-    (the same text, made new by a comment), each operation's median over `repeats`; p50 and
-    p99 over the operations, in µs."""
+    (the same text, made new by `made_new`), and each step's share of the first (STEPS), each
+    operation's median over `repeats`; p50 and p99 over the operations, in µs."""
     return asyncio.run(_first_seen(database_url, examples, repeats))
 
 
-async def _first_seen(url: str, examples: list[Example], repeats: int) -> dict[str, float]:
+async def _first_seen(url: str, examples: list[Example], repeats: int) -> dict[str, Any]:
     for name in ("strawberry.execution", "leadgreen"):  # the docs' error examples log
         logging.getLogger(name).disabled = True
     schema, new_context, engine = await in_process(url)
+    spent = dict.fromkeys(STEPS, 0.0)
 
-    async def cpu(text: str, variables: dict[str, Any]) -> tuple[float, bool]:
+    async def cpu(text: str, variables: dict[str, Any]) -> tuple[float, dict[str, float], bool]:
         context = new_context()
+        spent.update(dict.fromkeys(STEPS, 0.0))
         started = time.thread_time()
         result = await schema.execute(text, variables, context_value=context)
         seconds = time.thread_time() - started
         if context.session is not None:
             await context.session.close()
-        return seconds, not result.errors
+        return seconds, dict(spent), not result.errors
 
-    costs = []
-    for n, example in enumerate(examples):
-        _, ok = await cpu(example.text, example.variables)  # the data's memos made
-        if not ok:
-            continue
-        samples = []
-        for r in range(repeats):
-            text = f"{example.text}\n# first seen {n}.{r}\n"
-            first, _ = await cpu(text, example.variables)
-            second, _ = await cpu(text, example.variables)
-            samples.append(first - second)
-        costs.append(median(samples))
+    costs: dict[str, list[float]] = {"total": [], **{step: [] for step in STEPS}}
+    with steps_timed(spent):
+        for n, example in enumerate(examples):
+            if not (await cpu(example.text, example.variables))[2]:  # the data's memos made
+                continue
+            totals, steps = [], []
+            for r in range(repeats):
+                text = made_new(example.text, f"firstSeen{n}_{r}")
+                first, first_steps, _ = await cpu(text, example.variables)
+                second, _, _ = await cpu(text, example.variables)
+                totals.append(first - second)
+                steps.append(first_steps)
+            costs["total"].append(median(totals))
+            for step in STEPS:
+                costs[step].append(median(s[step] for s in steps))
     await engine.dispose()
-    costs.sort()
+    return {"operations": len(costs["total"]), **{k: _spread(v) for k, v in costs.items()}}
+
+
+def _spread(seconds: list[float]) -> dict[str, float]:
+    """p50, p99 and max of `seconds`, in µs."""
+    ordered = sorted(seconds)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return {
-        "operations": len(costs),
-        "p50_us": 1e6 * costs[len(costs) // 2],
-        "p99_us": 1e6 * costs[min(len(costs) - 1, round(0.99 * (len(costs) - 1)))],
-        "max_us": 1e6 * costs[-1],
+        "p50_us": 1e6 * ordered[len(ordered) // 2],
+        "p99_us": 1e6 * p99,
+        "max_us": 1e6 * ordered[-1],
     }
 
 
@@ -456,9 +519,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table(rows, labels))
     print(
-        f"A document not seen before (parse, validation, cost, plan), over the docs' "
-        f"{seen['operations']:.0f} operations: p50 {seen['p50_us']:.0f} µs, p99 "
-        f"{seen['p99_us']:.0f} µs (max {seen['max_us']:.0f} µs) of CPU"
+        f"A document not seen before, over the docs' {seen['operations']} operations (CPU µs, "
+        "p50 / p99 / max): "
+        + "; ".join(
+            f"{part} {seen[part]['p50_us']:.0f} / {seen[part]['p99_us']:.0f} / "
+            f"{seen[part]['max_us']:.0f}"
+            for part in ("total", *STEPS)
+        )
     )
     if args.json:
         document = {"command": command, "summary": rows, "runs": results, "first_seen": seen}
