@@ -213,10 +213,10 @@ def create_app(
         if metrics is not None:
             metrics.start()
         if freeze_startup:
-            # Frozen without a collection first: a full pass over this heap costs a tenth of
-            # the start (0.07 s on today's data, 0.1-0.15 s at fifty times), and finds what
-            # the start dropped in cycles, which stays frozen instead: some 4,600 objects,
-            # 0.7 MB (bench/RESULTS.md, "Ready in a second").
+            # Frozen without a collection first: a full pass over this heap costs about a
+            # tenth of the start, and finds what the start dropped in cycles, which stays
+            # frozen instead: some 4,600 objects, 0.7 MB (bench/RESULTS.md, "Ready in a
+            # second").
             gc.freeze()
             gc.enable()
         try:
