@@ -3,6 +3,7 @@ and how it starts: without the ingest's modules, the garbage collector paused un
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -15,7 +16,8 @@ import anyio
 import httpx
 import pytest
 
-from graph.cli import where
+import db.ingest
+from graph.cli import run_ingest, where
 from graph.settings import Settings
 from tests.live import answering, free_port, stop, wait_until
 
@@ -144,3 +146,27 @@ def probe_serve(database_url: str, synthetic_dir: Path, tmp_path: Path) -> dict[
         return told
     finally:
         stop(server)
+
+
+@pytest.mark.anyio
+async def test_an_ingest_before_serving_runs_with_the_collector_on(
+    database_url, synthetic_dir, monkeypatch
+) -> None:
+    """`serve` pauses the collector, but not for the ingest of an empty database (which drops
+    as much as it makes): on while it runs, paused again after."""
+    ingest = db.ingest.ingest
+    seen: list[bool] = []
+
+    async def watched(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return await ingest(*args)
+
+    monkeypatch.setattr(db.ingest, "ingest", watched)
+    settings = Settings(database_url=database_url, manifest=None)
+    gc.disable()
+    try:
+        report = await run_ingest(settings, str(synthetic_dir), only_if_empty=True, echo=print)
+        after = gc.isenabled()
+    finally:
+        gc.enable()
+    assert (report is not None, seen, after) == (True, [True], False)
