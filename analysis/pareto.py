@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from itertools import groupby
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -22,14 +21,9 @@ def pareto_optimal(points: Sequence[tuple[float, float]]) -> list[bool]:
     (github.com/ml-energy/leaderboard, src/components/TimeEnergyTradeoffChart.tsx at 8326187,
     `getParetoFrontier`): equal points, and points that tie on one axis, all survive.
     """
-    keep = [True] * len(points)
-    by_latency = sorted(range(len(points)), key=lambda i: points[i][0])
-    lowest = math.inf  # lowest energy among points of strictly lower latency
-    for _, group in groupby(by_latency, key=lambda i: points[i][0]):
-        members = list(group)
-        for i in members:
-            keep[i] = not lowest < points[i][1]
-        lowest = min(lowest, *(points[i][1] for i in members))
+    keep = [False] * len(points)
+    for i in frontier(points):
+        keep[i] = True
     return keep
 
 
@@ -71,9 +65,21 @@ def pareto_optimal_within(
 
 
 def frontier(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the frontier's points, by ascending latency, then energy, then input order."""
-    kept = [i for i, on in enumerate(pareto_optimal(points)) if on]
-    return sorted(kept, key=lambda i: points[i])
+    """Indices of the frontier's points (`pareto_optimal`), by ascending latency, then energy,
+    then input order: one sort of the points, then one sweep over them in that order."""
+    kept: list[int] = []
+    lowest = math.inf  # the lowest energy among points of strictly lower latency
+    seen = math.inf  # the lowest energy among the points swept so far
+    latency: object = None
+    for i in sorted(range(len(points)), key=points.__getitem__):
+        x, y = points[i]
+        if x != latency:  # the first point of a new latency: the ones before are all lower
+            latency, lowest = x, seen
+        if not lowest < y:
+            kept.append(i)
+        if y < seen:
+            seen = y
+    return kept
 
 
 SCOPES = ("global", "model", "gpu", "model_gpu")

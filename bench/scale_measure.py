@@ -34,6 +34,7 @@ from bench.scale_run import (
     Question,
     ask,
     check,
+    checkout,
     children,
     database,
     questions,
@@ -262,22 +263,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--manifest", type=Path, help="pass this manifest to leadgreen ingest")
     parser.add_argument(
         "--code",
-        type=Path,
-        help="run the graph/db packages of this directory (e.g. an export of a commit) "
-        "instead of the installed leadgreen",
+        help="run the packages of this directory, or of this revision of the repository "
+        "(checked out for the run), instead of the installed leadgreen",
     )
     args = parser.parse_args(argv)
     ks = [1, 3] if args.quick else [int(k) for k in args.k.split(",")]
     backends = ["sqlite"] if args.quick else args.backends.split(",")
     workers = [int(n) for n in args.workers.split(",")] if args.workers else None
-    leadgreen = Leadgreen(args.code)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    results, scaled_out = measure(
-        ks, backends, args.source, leadgreen, args.manifest, log, args.asks, workers
-    )
+    with tempfile.TemporaryDirectory(prefix="leadgreen-code-") as code:
+        leadgreen = Leadgreen(None if args.code is None else checkout(args.code, Path(code)))
+        results, scaled_out = measure(
+            ks, backends, args.source, leadgreen, args.manifest, log, args.asks, workers
+        )
     print(f"`python -m bench.scale_measure {shlex.join(argv or sys.argv[1:])}`")
     print(f"code: {'leadgreen (installed)' if args.code is None else args.code}\n")
     print(table(results))

@@ -1,5 +1,6 @@
-"""The pieces of a scale run (bench/scale_measure.py): the questions asked, a timed ingest, an
-empty database, and a `leadgreen serve` started, waited for and asked.
+"""The pieces of a scale run (bench/scale_measure.py, bench/warm.py): the questions asked, a
+timed ingest, an empty database, and a `leadgreen serve` started, waited for and asked; the
+code of another revision checked out, and the starts of two codes interleaved.
 
 Everything goes through LeadGreen's command line and HTTP, so a run measures whatever code the
 `leadgreen` command runs: the installed one, or with `Leadgreen(code)` the packages of `code`.
@@ -9,21 +10,23 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from bench.servers import BIN, ROOT, Server
@@ -155,6 +158,70 @@ class Leadgreen:
                 "import sys; sys.argv[0] = 'leadgreen'; from graph.cli import main; main()",
             ]
             self.env = {"PYTHONPATH": str(code.resolve())}
+
+
+# What a checkout of another revision needs to run `leadgreen` (its packages) and to be asked
+# (questions(): its schema).
+CHECKED_OUT = ("analysis", "db", "graph", "schema.graphql")
+
+
+def checkout(code: str, directory: Path) -> Path:
+    """The checkout `code` names: a directory holding one, else a revision of this repository
+    (a commit, branch or tag), its packages and schema written into `directory` by `git
+    archive` (no worktree is made or registered)."""
+    if Path(code).is_dir():
+        return Path(code)
+    archived = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", code, *CHECKED_OUT],
+        capture_output=True,
+    )
+    if archived.returncode:
+        raise SystemExit(f"--code {code}: not a directory nor a revision: {archived.stderr!r}")
+    target = directory / f"code-{re.sub(r'[^A-Za-z0-9._-]', '_', code)}"
+    with tarfile.open(fileobj=io.BytesIO(archived.stdout)) as archive:
+        archive.extractall(target, filter="data")
+    return target
+
+
+def byte_compiled(code: Path) -> None:
+    """Compile the packages of `code` to bytecode beforehand, as an installed package is: a
+    start then reads each module's bytecode, whether or not the environment lets Python write
+    it (PYTHONDONTWRITEBYTECODE), in both codes of a comparison alike."""
+    packages = [name for name in CHECKED_OUT if (code / name).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], cwd=code, check=True)
+
+
+T = TypeVar("T")
+
+
+def rotated(items: Sequence[T], by: int) -> list[T]:
+    """`items` starting `by` places along (round `by` of interleaved runs: whatever the
+    machine's load does over a run falls on each item alike)."""
+    shift = by % len(items)
+    return [*items[shift:], *items[:shift]]
+
+
+@dataclass(frozen=True)
+class Start:
+    """One start of `leadgreen serve`: seconds from the process's start to the first 200 of
+    /readyz, the CPU seconds it had used by then, and the first answer's milliseconds."""
+
+    ready_s: float
+    cpu_s: float
+    first_ms: float
+
+
+def timed_start(server: Server, directory: Path, first: Question, timeout: float = 120.0) -> Start:
+    """Start `server`, wait until it is ready, ask `first` at once (checked), stop it."""
+    server.start(directory)
+    try:
+        ready = wait_ready(server, timeout)
+        cpu = server.cpu_seconds()
+        status, body, seconds = ask(server.port, first)
+        check(first, status, body)
+        return Start(ready, cpu, seconds * 1000)
+    finally:
+        server.stop()
 
 
 def timed_ingest(

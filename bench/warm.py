@@ -1,8 +1,15 @@
 """Issue 21's warm, ready and workers figures, side by side in one run (bench/RESULTS.md, "Warm,
-ready, workers"): this checkout's code and, with `--code DIR`, another checkout's (before).
+ready, workers" and "Ready in a second"): this checkout's code and, with `--code`, another
+revision's or checkout's (before).
 
-    python -m bench.warm [--code DIR] [--k 50] [--rounds 3] [--seconds 5] [--json FILE]
-    python -m bench.warm --quick          # K = 3, one round of 1 s, this code only (CI)
+    python -m bench.warm [--code REV|DIR] [--k 50] [--rounds 3] [--seconds 5] [--json FILE]
+    python -m bench.warm --code 800545b --parts ready --k 50 --starts 5
+    python -m bench.warm --quick          # K = 3, one round of 1 s, one start each (CI)
+
+`--code` takes a directory holding a checkout, or a revision of this repository (a commit,
+branch or tag), whose packages are then `git archive`d into the run's temporary directory. Both
+codes are compiled to bytecode first (as an installed package is) and started the same way
+(`python -c` with the code's packages first on the path).
 
 Everything on 127.0.0.1, through `leadgreen ingest` and `leadgreen serve` (bench.scale_run), on
 the real snapshot and its K-times copy (bench.scale), each code in databases of its own:
@@ -11,14 +18,16 @@ the real snapshot and its K-times copy (bench.scale), each code in databases of 
   default request log (info, to its log file) and metrics on, against the Starlette endpoint
   returning the same bytes (bench/baseline.py, same uvicorn): wrk -t1 -c32, interleaved
   rounds; req/s and the server's CPU µs per answer, each as a ratio to the precomputed bytes'.
-- **ready**: process start to the first 200 of /readyz (median of `--starts`), on the real data
-  and at K, and the first model page asked right after (ms).
+- **ready**: process start to the first 200 of /readyz, the CPU seconds the process had used by
+  then, and the first model page asked right after (ms), on the real data and at K: medians of
+  `--starts` starts of each, the two codes' starts interleaved (this, before; before, this; ...)
+  so that the machine's load falls on both alike; this code's over before's.
 - **workers**: `leadgreen serve --workers 1` and `2`, the cold model page (cache off, the 18
   models in turn), wrk -t1 -c32; req/s of two over one, and the CPU wrk itself used (cores),
   which the two workers share the machine's cores with.
 
-Prints the table; no timed assertion (the quick mode runs in `pytest -m bench`). Exits 1 when a
-request failed, 2 when wrk is missing.
+Prints the tables; no timed assertion (the quick mode runs in `pytest -m bench`). Exits 1 when
+a request failed, 2 when wrk is missing.
 """
 
 from __future__ import annotations
@@ -42,10 +51,15 @@ from bench.scale import write_scaled
 from bench.scale_run import (
     Leadgreen,
     Question,
+    Start,
     ask,
+    byte_compiled,
+    checkout,
     children,
     database,
+    rotated,
     timed_ingest,
+    timed_start,
     wait_ready,
 )
 from bench.servers import ROOT, Server, free_port, precomputed
@@ -59,7 +73,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.warm", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--code", type=Path, help="another checkout, measured as 'before'")
+    parser.add_argument(
+        "--code", help="another revision (commit, branch, tag) or checkout, measured as 'before'"
+    )
     parser.add_argument("--k", type=int, default=50, help="the K-times snapshot's K")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5, help="seconds per wrk run")
@@ -118,20 +134,25 @@ def answered(server: Server) -> bytes:
     return body
 
 
-def ready(code: Code, which: str, starts: int, directory: Path) -> dict[str, float]:
-    """Median start to ready (s) and first answer after it (ms) over `starts` starts."""
-    seconds, first = [], []
-    for _ in range(starts):
-        server = serve(code, code.urls[which])
-        server.start(directory)
-        try:
-            seconds.append(wait_ready(server, 120.0))
-            started = time.perf_counter()
-            answered(server)
-            first.append((time.perf_counter() - started) * 1000)
-        finally:
-            server.stop()
-    return {"ready_s": median(seconds), "first_ms": median(first)}
+def ready(codes: list[Code], starts: int, directory: Path) -> None:
+    """Each code's median start to ready (s), CPU used by then (s) and first answer after it
+    (ms), on the real data and at K, over `starts` starts each, the codes' starts interleaved;
+    into each code's results ("ready_real", "ready_k")."""
+    timed: dict[tuple[str, str], list[Start]] = {}
+    for round_ in range(starts):
+        for which in ("real", "k"):
+            for code in rotated(codes, round_):
+                start = timed_start(serve(code, code.urls[which]), directory, model_page())
+                timed.setdefault((code.name, which), []).append(start)
+                print(f"  ready {code.name} {which}: {start}", file=sys.stderr)
+    for code in codes:
+        for which in ("real", "k"):
+            each = timed[(code.name, which)]
+            code.results[f"ready_{which}"] = {
+                "ready_s": median(s.ready_s for s in each),
+                "cpu_s": median(s.cpu_s for s in each),
+                "first_ms": median(s.first_ms for s in each),
+            }
 
 
 def wrk_run(server_pids: list[int], port: int, lines: Path, seconds: int) -> dict[str, float]:
@@ -205,7 +226,7 @@ def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[s
             server.wait_idle()
         names = list(servers)
         for round_ in range(args.rounds):
-            for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            for name in rotated(names, round_):
                 server = servers[name]
                 runs[name].append(wrk_run(serving_pids(server), server.port, lines, args.seconds))
                 server.wait_idle()
@@ -265,19 +286,7 @@ def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace
             )
         lines.append("")
     if "ready" in args.parts:
-        lines += [
-            f"| start to ready | real data s | first answer ms | K = {args.k} s "
-            f"| first answer ms | ingest at K = {args.k} s |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
-        for code in codes:
-            real, k = code.results["ready_real"], code.results["ready_k"]
-            lines.append(
-                f"| {code.name} | **{real['ready_s']:.2f}** | {real['first_ms']:.1f} "
-                f"| **{k['ready_s']:.2f}** | {k['first_ms']:.1f} "
-                f"| {code.results['ingest_k_s']:.1f} |"
-            )
-        lines.append("")
+        lines += ready_table(codes, args.k)
     if "workers" in args.parts:
         lines += [
             "| cold model page | 1 worker req/s | 2 workers req/s | 2 / 1 "
@@ -297,17 +306,49 @@ def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace
     return "\n".join(lines).rstrip()
 
 
+def ready_table(codes: list[Code], k: int) -> list[str]:
+    """Start to ready, its CPU and the first answer per code; with two, this code's over
+    before's."""
+    lines = [
+        f"| start to ready | real data s | CPU s | first answer ms | K = {k} s | CPU s "
+        f"| first answer ms | ingest at K = {k} s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for code in codes:
+        real, at_k = code.results["ready_real"], code.results["ready_k"]
+        lines.append(
+            f"| {code.name} | **{real['ready_s']:.2f}** | {real['cpu_s']:.2f} "
+            f"| {real['first_ms']:.1f} | **{at_k['ready_s']:.2f}** | {at_k['cpu_s']:.2f} "
+            f"| {at_k['first_ms']:.1f} | {code.results['ingest_k_s']:.1f} |"
+        )
+    if len(codes) == 2:
+        this, before = (code.results for code in codes)
+        ratios = [
+            this[f"ready_{which}"][key] / before[f"ready_{which}"][key]
+            for which in ("real", "k")
+            for key in ("ready_s", "cpu_s", "first_ms")
+        ]
+        cells = " | ".join(f"{r:.2f}×" for r in ratios)
+        lines.append(f"| this code / before | {cells} | |")
+    return [*lines, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
     if wrk.wrk_binary() is None:
         print(f"bench.warm: wrk is not installed; as root: {wrk.INSTALL}")
         return 2
-    codes = [Code("this code", Leadgreen(None))]
-    if args.code is not None:
-        codes.append(Code(f"before ({args.code.name})", Leadgreen(args.code)))
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="leadgreen-warm-") as tmp:
         directory = Path(tmp)
+        codes = [Code("this code", Leadgreen(None))]
+        if args.code is not None:
+            before = checkout(args.code, directory)
+            # Both started alike: `python -c`, the code's packages first on the path.
+            codes = [Code("this code", Leadgreen(ROOT))]
+            codes.append(Code(f"before ({Path(args.code).name})", Leadgreen(before)))
+        for code in codes:
+            byte_compiled(code.leadgreen.code)
         scaled = directory / f"k{args.k}"
         if "ready" in args.parts:
             write_scaled(SNAPSHOT, scaled, args.k)
@@ -322,10 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                     code.results["ingest_k_s"] = timed_ingest(
                         code.leadgreen, scaled, code.urls["k"], None
                     )[0]
-            for code in codes if "ready" in args.parts else ():
-                code.results["ready_real"] = ready(code, "real", args.starts, directory)
-                code.results["ready_k"] = ready(code, "k", args.starts, directory)
-                print(f"  ready {code.name}: {code.results}", file=sys.stderr)
+            if "ready" in args.parts:
+                ready(codes, args.starts, directory)
             warm_runs = warm(codes, args, directory) if "warm" in args.parts else {}
             for code in codes if "workers" in args.parts else ():
                 code.results["workers"] = workers(code, args, directory)

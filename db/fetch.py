@@ -13,18 +13,14 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-)
 
 from db.errors import IngestError
+
+if TYPE_CHECKING:
+    import httpx
 
 # The upstream leaderboard's published files, pinned to the commit of the 2026-02-16 data.
 DEFAULT_SOURCE = "https://raw.githubusercontent.com/ml-energy/leaderboard/7885788/public/data"
@@ -116,6 +112,10 @@ class Fetcher:
 
     async def __aenter__(self) -> Fetcher:
         if self.remote:
+            # Imported by the first remote read: a directory's files (and a server, which reads
+            # none) never need an HTTP client.
+            import httpx
+
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self._timeout),
                 follow_redirects=True,
@@ -191,6 +191,9 @@ class Fetcher:
 
     async def _get_remote(self, path: str, asked: Validators) -> bytes | None:
         assert self._client is not None, "use the Fetcher as an async context manager"
+        import httpx
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
         url = f"{self.location}/{path}"
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self._attempts),
@@ -237,6 +240,8 @@ class Fetcher:
 
 def _worth_retrying(exc: BaseException) -> bool:
     """Retry network faults, timeouts, 429 and 5xx; a 404 or other 4xx is final."""
+    import httpx
+
     if isinstance(exc, httpx.HTTPStatusError):
         return exc.response.status_code == 429 or exc.response.status_code >= 500
     return isinstance(exc, httpx.TransportError)

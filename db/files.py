@@ -11,15 +11,17 @@ import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import lz4.frame
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from db.bulk import insert_rows
 from db.errors import IngestError
-from db.snapshot import Snapshot
 from db.tables import BlobRow, ReleaseFileRow, ReleaseRow
+
+if TYPE_CHECKING:
+    from db.snapshot import Snapshot
 
 # Rows written per statement, and the most bytes of files one statement carries.
 BATCH = 2_000
@@ -32,6 +34,9 @@ LZ4 = "lz4"
 async def store_files(session: AsyncSession, release_id: int, snapshot: Snapshot) -> None:
     """Keep a snapshot's files for a release, each file's bytes stored once in all the database;
     the files are read one batch at a time, a batch bounded in bytes."""
+    # The ingest's writer (imported here: a server, which reads files, never writes them).
+    from db.bulk import insert_rows
+
     shas = {path: snapshot.sha256(path) for path in snapshot.files}
     known: set[str] = set()
     unique = sorted(set(shas.values()))

@@ -1,35 +1,34 @@
 """The `leadgreen` command: ingest (a snapshot, or the upstream history), serve, export,
-export-schema, doctor: each a thin layer over a function of db, graph.server or graph.doctor."""
+export-schema, doctor: each a thin layer over a function of db, graph.server or graph.doctor.
+
+Each command imports what it needs when it runs (the schema, SQLAlchemy, the ingest and its
+HTTP client): `serve` starts without the ingest's modules, its imports made with the garbage
+collector paused (until its app has read its release)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import uvicorn
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
 
-from db import reads
-from db.database import create_engine, create_tables, normalize_url, sessionmaker
 from db.errors import IngestError
-from db.files import ExportError, release_files, write_files
-from db.follow import FAILURES, FilesFollower, GitFollower, Round, Target, exclusive, redacted
-from db.history import Commit, ingest_history
-from db.ingest import IngestReport, ingest
-from db.snapshot import load_manifest, load_snapshot
 from graph.settings import Settings
+
+if TYPE_CHECKING:
+    from db.follow import Round
+    from db.ingest import IngestReport
 
 database_option = click.option(
     "--database-url",
@@ -53,6 +52,9 @@ async def run_ingest(
     settings: Settings, source: str, *, only_if_empty: bool = False, echo: Any = click.echo
 ) -> IngestReport | None:
     """Ingest `source` with the configured manifest; with only_if_empty, only into an empty db."""
+    from db import reads
+    from db.database import create_engine, create_tables, sessionmaker
+
     engine = create_engine(settings.database_url)
     try:
         await create_tables(engine)
@@ -61,9 +63,13 @@ async def run_ingest(
             async with make_session() as session:
                 if await reads.latest_release(session) is not None:
                     return None
+        # (Imported only now: a server whose database holds a release never needs them.)
+        from db.ingest import ingest
+        from db.snapshot import load_manifest, load_snapshot
+
         started = time.perf_counter()
         try:
-            async with make_session() as session:
+            async with make_session() as session, collecting():
                 echo(f"reading {source} ...")
                 snapshot = await load_snapshot(source)
                 manifest, raw = (
@@ -79,6 +85,19 @@ async def run_ingest(
         await engine.dispose()
 
 
+@contextlib.asynccontextmanager
+async def collecting() -> AsyncIterator[None]:
+    """The garbage collector on within (an ingest drops as much as it makes, one task's rows
+    at a time), whether or not `serve` paused it; as it was after."""
+    paused = not gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.disable()
+
+
 def _count_ingest(outcome: str, started: float) -> None:
     # Imported here: `serve` names the metrics directory of its workers before.
     from graph.server.observability import record_ingest
@@ -88,6 +107,10 @@ def _count_ingest(outcome: str, started: float) -> None:
 
 async def run_history(settings: Settings, git_dir: Path) -> list[IngestReport]:
     """Ingest every data commit of the repository at `git_dir`, showing progress."""
+    from db.database import create_engine, create_tables, sessionmaker
+    from db.history import Commit, ingest_history
+    from db.snapshot import load_manifest
+
     engine = create_engine(settings.database_url)
     manifest, raw = load_manifest(settings.manifest) if settings.manifest else (None, None)
 
@@ -161,6 +184,8 @@ def ingest_command(
     or with --history every commit of the upstream repository."""
     if source is not None and history is not None:
         raise click.UsageError("give SOURCE or --history, not both")
+    from sqlalchemy.exc import SQLAlchemyError
+
     settings = _settings(manifest=manifest, database_url=database_url, source=source)
     try:
         if history is not None:
@@ -195,6 +220,9 @@ async def run_follow(
 ) -> str:
     """Follow rounds every `interval` seconds (one with `once`) until `stop` is set; each round
     logged (a JSON line) and counted; the last round's outcome."""
+    from db.database import create_engine, create_tables
+    from db.follow import FAILURES, FilesFollower, GitFollower, Round, Target, exclusive, redacted
+    from db.snapshot import load_manifest
     from graph.server.observability import record_follow, write_follow_metrics
 
     log = logging.getLogger("leadgreen.follow")
@@ -240,6 +268,8 @@ async def run_follow(
 def _log_round(log: logging.Logger, source: str, result: Round, seconds: float) -> None:
     """One JSON line per round (and one per commit whose files were refused): what happened,
     to what, and why it failed."""
+    from db.follow import redacted
+
     for commit, why in result.refused.items():
         log.warning(
             "follow: a commit's files were refused; it is not served",
@@ -355,6 +385,10 @@ def follow(
 @click.option("--workers", type=int, help="uvicorn worker processes [env LEADGREEN_WORKERS]")
 def serve(**options: Any) -> None:
     """Serve the API (ingesting the source first if the database is empty)."""
+    # Paused until the app has read its release (graph.server.app's start freezes what was
+    # made so far, then resumes it): the start makes a few hundred thousand objects that all
+    # live (modules, the schema, the catalog), which the collector's passes would only scan.
+    gc.disable()
     settings = _settings(**options)
     with shared_metrics(settings):
         _serve(settings)
@@ -386,6 +420,9 @@ def shared_metrics(settings: Settings) -> Iterator[None]:
 
 
 def _serve(settings: Settings) -> None:
+    import uvicorn
+    from sqlalchemy.exc import SQLAlchemyError
+
     from graph.server.edge import uvicorn_settings
     from graph.server.observability import logging_config
 
@@ -399,6 +436,8 @@ def _serve(settings: Settings) -> None:
     click.echo("\n".join(where(settings)), err=True)
     # Workers build their app from the environment: hand them these settings.
     os.environ.update(settings.environment())
+    if settings.workers > 1:  # this process only supervises: each worker loads its app
+        gc.enable()
     uvicorn.run(
         "graph.server.app:served_app",
         factory=True,
@@ -415,6 +454,10 @@ def _serve(settings: Settings) -> None:
 
 def where(settings: Settings) -> list[str]:
     """What `serve` says as it starts: where its database is, and GraphiQL's address."""
+    from sqlalchemy.engine import make_url
+
+    from db.database import normalize_url
+
     url = make_url(normalize_url(settings.database_url))
     if url.get_backend_name() != "sqlite":
         database = url.render_as_string(hide_password=True)
@@ -430,6 +473,10 @@ def where(settings: Settings) -> list[str]:
 
 
 async def run_export(settings: Settings, release: int | None) -> tuple[int, dict[str, bytes]]:
+    from db import reads
+    from db.database import create_engine, sessionmaker
+    from db.files import ExportError, release_files
+
     engine = create_engine(settings.database_url)
     try:
         async with sessionmaker(engine)() as session:
@@ -460,6 +507,8 @@ def export_command(
 ) -> None:
     """Write a release's files, byte for byte as published, to DIRECTORY (index.json, tasks/,
     models/). DIRECTORY must be new or empty (or --replace); it is written whole or not at all."""
+    from db.files import ExportError, write_files
+
     settings = _settings(database_url=database_url)
     release_id, files = asyncio.run(run_export(settings, release))
     try:

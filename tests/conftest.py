@@ -321,15 +321,16 @@ async def app_client(
     *,
     execute: handler.Execute | None = None,
     started: bool = True,
+    rehearse: bool = False,
     root_path: str = "",
     **overrides: Any,
 ) -> AsyncIterator[tuple[Starlette, httpx.AsyncClient]]:
-    """The app on `settings` with `overrides` (`execute` as `create_app` takes it), started, and
-    a client talking to it through ASGI (an exception escaping the app is raised in the test,
-    with its traceback). Not `started`: the requests meet a process whose start
-    has not run (or whose database is away), and the start runs after them, to close what they
-    opened."""
-    app = create_app(settings.model_copy(update=overrides), execute=execute)
+    """The app on `settings` with `overrides` (`execute` and `rehearse` as `create_app` takes
+    them), started, and a client talking to it through ASGI (an exception escaping the app is
+    raised in the test, with its traceback). Not `started`: the requests meet a process whose
+    start has not run (or whose database is away), and the start runs after them, to close
+    what they opened."""
+    app = create_app(settings.model_copy(update=overrides), execute=execute, rehearse=rehearse)
     transport = httpx.ASGITransport(app=app, root_path=root_path)
     async with contextlib.AsyncExitStack() as stack:
         if started:

@@ -7,6 +7,8 @@ import re
 import pytest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from graph.engine.limits import Limits
+from graph.server.documents import INDEX_QUERY, MODEL_PAGE
 from graph.settings import Settings
 from tests.conftest import app_client
 from tests.reports import cost
@@ -155,3 +157,39 @@ async def test_no_stack_trace_or_sql_in_errors(client) -> None:
         ],
         "extensions": cost(51, 0),
     }
+
+
+async def test_the_start_rehearses_the_first_pages(synthetic_db, settings) -> None:
+    """Started as `leadgreen serve` starts it (`rehearse`), the app has answered the v1 index
+    and its first model's page before it is ready: their first requests, and the model page's
+    at /graphql, are answered from the documents (and their plans) the rehearsal prepared."""
+    async with app_client(settings, rehearse=True, cache="off") as (app, client):
+        documents = app.state.schema.engine.documents
+        rehearsed = app.state.rehearsed
+        kept = {"documents": len(documents), "plans": planned(documents, settings)}
+        index = await client.get("/api/v1/index.json")
+        first = index.json()["models"][0]["slug"]
+        page = await client.get(f"/api/v1/models/{first}.json")
+        asked = {"query": MODEL_PAGE, "variables": {"slug": first}}
+        graphql = await client.post("/graphql", json=asked)
+        after = {"documents": len(documents), "plans": planned(documents, settings)}
+    assert rehearsed == ["/api/v1/index.json", f"/api/v1/models/{first}.json"]
+    assert [r.status_code for r in (index, page, graphql)] == [200, 200, 200]
+    assert graphql.json()["data"]["model"]["slug"] == first
+    assert kept == after == {"documents": 2, "plans": 2}
+
+
+def planned(documents, settings: Settings) -> int:
+    """How many of the model page's and the index's documents hold their operation's plan."""
+    tokens = Limits.of(settings).tokens
+    found = [documents.get(text, tokens) for text in (MODEL_PAGE, INDEX_QUERY)]
+    return sum(
+        any(key[0] == "plan" for key in prepared.derived if isinstance(key, tuple))
+        for prepared in found
+        if prepared is not None
+    )
+
+
+async def test_an_app_not_started_as_served_rehearses_nothing(synthetic_db, settings) -> None:
+    async with app_client(settings) as (app, _):
+        assert (app.state.rehearsed, len(app.state.schema.engine.documents)) == ([], 0)

@@ -19,9 +19,10 @@ pytestmark = [
 ]
 
 
-def test_quick_warm_ready_workers_bench_prints_every_ratio() -> None:
+def warm_bench(*args: str) -> str:
+    """`python -m bench.warm ARGS`, which exited 0: what it printed."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.warm", "--quick"],
+        [sys.executable, "-m", "bench.warm", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -29,10 +30,24 @@ def test_quick_warm_ready_workers_bench_prints_every_ratio() -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     print(done.stdout)
-    rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if "|" in line}
+    return done.stdout
+
+
+def test_quick_warm_ready_workers_bench_prints_every_ratio() -> None:
+    printed = warm_bench("--quick")
+    rows = {line.split("|")[1].strip(): line for line in printed.splitlines() if "|" in line}
     # Each part's row of this code, with a ratio: warm against the precomputed bytes, start to
     # ready on the real data and at K = 3, two workers against one.
-    assert re.search(r"\| this code \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", done.stdout), done.stdout
+    assert re.search(r"\| this code \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", printed), printed
     assert rows["precomputed"].split("|")[3].strip() == "**1.00**"
-    assert "| start to ready | real data s | first answer ms | K = 3 s |" in done.stdout
-    assert re.search(r"\| this code \| [\d,]+ \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", done.stdout)
+    assert "| start to ready | real data s | CPU s | first answer ms | K = 3 s |" in printed
+    assert re.search(r"\| this code \| [\d,]+ \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", printed)
+
+
+def test_quick_ready_bench_against_a_revision_interleaves_the_starts() -> None:
+    """`--code REV`: that revision's packages checked out and started in turn with this code's;
+    each code's row, and this code's over before's."""
+    printed = warm_bench("--quick", "--parts", "ready", "--code", "HEAD")
+    rows = {line.split("|")[1].strip(): line for line in printed.splitlines() if "|" in line}
+    assert {"this code", "before (HEAD)", "this code / before"} <= set(rows), printed
+    assert len(re.findall(r"\d+\.\d\d×", rows["this code / before"])) == 6

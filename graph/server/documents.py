@@ -11,6 +11,7 @@ and are compressed (brotli or gzip) for a client that accepts it, each coding ma
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Awaitable, Callable
@@ -130,6 +131,50 @@ class Refused(Exception):
         self.response = response
 
 
+async def answer(
+    schema: Schema,
+    settings: Settings,
+    catalogs: Catalogs,
+    session: AsyncSession,
+    query: str,
+    **variables: Any,
+) -> dict[str, Any]:
+    """A document's data, as the v1 documents are answered; its first error raised."""
+    result = await schema.execute(
+        query,
+        variable_values=variables,
+        context_value=Context(session=session, settings=settings, catalogs=catalogs),
+    )
+    if result.errors:
+        # Chained, so a database fault is still recognised (503) by the error middleware.
+        raise ApiError(result.errors[0].message) from result.errors[0].original_error
+    assert result.data is not None
+    return result.data
+
+
+async def rehearse(
+    schema: Schema,
+    settings: Settings,
+    make_session: async_sessionmaker[AsyncSession],
+    catalogs: Catalogs,
+) -> list[str]:
+    """Answer the v1 index and its first model's page once, in this process, before it says
+    it is ready: what the first of each makes (the documents prepared, their plans, the
+    GraphQL objects of the model's rows, the statements compiled) is then made, and the first
+    real request, of these or of the model page at /graphql, is answered as the next would be.
+    The paths answered (none for an empty database)."""
+    async with make_session() as session:
+        latest = await reads.latest_release(session)
+        if latest is None:
+            return []
+        ask = functools.partial(answer, schema, settings, catalogs, session, release=latest.id)
+        said = ["/api/v1/index.json"]
+        for model in (await ask(INDEX_QUERY))["index"]["models"][:1]:
+            await ask(MODEL_PAGE, slug=model["slug"])
+            said.append(f"/api/v1/models/{model['slug']}.json")
+    return said
+
+
 def document_routes(
     settings: Settings,
     make_session: async_sessionmaker[AsyncSession],
@@ -180,16 +225,7 @@ def document_routes(
         return respond
 
     async def graphql(session: AsyncSession, query: str, **variables: Any) -> dict[str, Any]:
-        result = await schema.execute(
-            query,
-            variable_values=variables,
-            context_value=Context(session=session, settings=settings, catalogs=catalogs),
-        )
-        if result.errors:
-            # Chained, so a database fault is still recognised (503) by the error middleware.
-            raise ApiError(result.errors[0].message) from result.errors[0].original_error
-        assert result.data is not None
-        return result.data
+        return await answer(schema, settings, catalogs, session, query, **variables)
 
     def json_answer(body: Any, request: Request) -> Response:
         content = orjson.dumps(body)
