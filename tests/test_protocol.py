@@ -923,6 +923,42 @@ async def test_the_readme_table_row_by_row(
         ]
 
 
+@pytest.mark.parametrize("limit", [1, 3])
+async def test_a_request_whose_body_is_still_coming_is_not_in_flight(
+    synthetic_db, settings, limit: int
+) -> None:
+    """As many POSTs as LEADGREEN_MAX_IN_FLIGHT allows, each with its body begun and the rest
+    still to come (a slow client's), take no place: a request sent meanwhile is answered, and
+    each slow one is once its body is whole."""
+    reading, go = [], asyncio.Event()
+    all_reading = asyncio.Event()
+
+    async def trickle() -> AsyncIterator[bytes]:
+        yield b'{"query": '
+        reading.append(1)  # the handler asked for the rest of the body
+        if len(reading) == limit:
+            all_reading.set()
+        await go.wait()
+        yield b'"{ gpus { name } }"}'
+
+    async with app_client(settings, max_in_flight=limit, cache="off") as (_, client):
+        slow = [
+            asyncio.create_task(
+                client.post(
+                    "/graphql", content=trickle(), headers={"content-type": "application/json"}
+                )
+            )
+            for _ in range(limit)
+        ]
+        await all_reading.wait()
+        meanwhile = await client.post("/graphql", json={"query": GPUS})
+        go.set()
+        answered = await asyncio.gather(*slow)
+    assert [(r.status_code, r.json()) for r in [meanwhile, *answered]] == [(200, GPUS_ANSWER)] * (
+        limit + 1
+    )
+
+
 @pytest.mark.parametrize(("limit", "more"), [(1, 1), (2, 3), (4, 1), (3, 6)])
 async def test_past_max_in_flight_requests_are_refused_at_once(
     synthetic_db, settings, limit: int, more: int

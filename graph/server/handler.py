@@ -111,11 +111,7 @@ class GraphQLHandler:
             elif name == b"content-length":
                 length = value
         media = negotiate(accept) if accept else AS_JSON
-        if self.running >= self.settings.max_in_flight:
-            status, body = OVERLOADED.answer(media)
-            await uncached(send, status, body, media.content_type, OVERLOADED.headers)
-            return
-        self.running += 1
+        admitted = False
         try:
             # Who sends it: an API key not configured is refused here, before a body is read.
             who = identify(scope, api_key, self.limiter)
@@ -144,6 +140,14 @@ class GraphQLHandler:
                     Code.METHOD_NOT_ALLOWED,
                     ALLOW,
                 )
+            # In flight from here: a request whose body is still coming takes no place (a slow
+            # client's is bounded by the client timeout and the open connections).
+            if self.running >= self.settings.max_in_flight:
+                status, body = OVERLOADED.answer(media)
+                await uncached(send, status, body, media.content_type, OVERLOADED.headers)
+                return
+            admitted = True
+            self.running += 1
             if isinstance(request, tuple):
                 await self.batch(request, media, client, send)
                 return
@@ -153,7 +157,8 @@ class GraphQLHandler:
             status, body = refusal.answer(media)
             await uncached(send, status, body, media.content_type, refusal.headers)
         finally:
-            self.running -= 1
+            if admitted:
+                self.running -= 1
 
     async def answer(
         self,
