@@ -9,6 +9,7 @@ from typing import Any
 
 from graphql import GraphQLError
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 
 class ApiError(Exception):
@@ -126,7 +127,9 @@ def database_fault(error: BaseException | None) -> Code | None:
             return Code.REQUEST_TIMEOUT
         if (
             (isinstance(state, str) and state.startswith(_UNAVAILABLE_STATES))
-            or isinstance(error, OSError)  # refused, reset, timed out, host gone
+            # refused, reset, timed out (past the request's share of its time limit too:
+            # db/database.py `waiting`), host gone; no pooled connection free in time
+            or isinstance(error, OSError | PoolTimeout)
             or (isinstance(error, DBAPIError) and error.connection_invalidated)
             or (isinstance(error, OperationalError) and _SQLITE_AWAY.search(str(error.orig)))
         ):

@@ -274,7 +274,8 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         10.0,
         gt=0,
         description="Longest time a request may take, from its first byte read to its answer "
-        "(504 REQUEST_TIMEOUT past it); also PostgreSQL's statement_timeout",
+        "(504 REQUEST_TIMEOUT past it); also PostgreSQL's statement_timeout. A request waits "
+        "for the database 3/4 of it at most (503 DATABASE_UNAVAILABLE past that)",
     )
     client_timeout_seconds: float = Field(
         10.0,

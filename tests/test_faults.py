@@ -2,8 +2,8 @@
 
 PostgreSQL is shared on this machine, so it is never stopped: the app reaches it through a TCP
 proxy on 127.0.0.1 that the test cuts (listener closed, every connection reset: what a stopped
-server or a restart looks like to a client) or turns into a black hole (connections accepted,
-nothing answered: a partitioned network), then restores.
+server or a restart looks like to a client) or turns into a black hole (every connection, open
+or new, kept open and nothing answered: a partitioned network), then restores.
 """
 
 from __future__ import annotations
@@ -42,15 +42,19 @@ PROMPT_SECONDS = 5.0
 
 
 class Proxy:
-    """A TCP proxy on 127.0.0.1 in front of PostgreSQL that can be cut, black-holed, restored."""
+    """A TCP proxy on 127.0.0.1 in front of PostgreSQL that can be cut, black-holed, restored.
+
+    Cut: the listener closed and every connection reset (a stopped or restarting server). Black
+    hole: every connection, open or new, kept open while every byte either way is dropped (a
+    partitioned network: nothing refused, nothing answered); restored, the bytes flow again
+    (a connection that lost bytes meanwhile is of no use, and its client drops it)."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
         self.port = 0
-        self.mode = "forward"
+        self.holing = False
         self.server: asyncio.Server | None = None
         self.writers: set[asyncio.StreamWriter] = set()
-        self.tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._client, "127.0.0.1", self.port)
@@ -59,7 +63,7 @@ class Proxy:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.writers.add(writer)
         try:
-            if self.mode == "blackhole":
+            if self.holing:  # opened into the hole: never connected, whatever comes later
                 while await reader.read(65536):
                     pass
                 return
@@ -73,16 +77,19 @@ class Proxy:
             pass
         finally:
             writer.transport.abort()
+            self.writers.discard(writer)
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
+                if not self.holing:
+                    writer.write(data)
+                    await writer.drain()
         except OSError:
             pass
         finally:
             writer.transport.abort()
+            self.writers.discard(writer)
 
     async def cut(self) -> None:
         """Stop listening and reset every connection: new connections are refused."""
@@ -95,15 +102,15 @@ class Proxy:
         await asyncio.sleep(0.05)
 
     async def blackhole(self) -> None:
-        """Reset every connection, then accept new ones and never answer."""
-        await self.cut()
-        self.mode = "blackhole"
-        await self.start()
+        """Drop every byte of every connection, open or new, and answer nothing."""
+        self.holing = True
 
     async def restore(self) -> None:
-        await self.cut()
-        self.mode = "forward"
-        await self.start()
+        """Forward again: after a black hole the connections still open carry on; after a cut
+        new ones are accepted."""
+        self.holing = False
+        if self.server is None:
+            await self.start()
 
 
 @pytest.fixture
@@ -292,36 +299,77 @@ async def test_readyz(proxied) -> None:
             raise AssertionError("/readyz did not come back")
 
 
-async def test_a_database_that_does_not_answer(proxied) -> None:
-    """A black hole (connections accepted, nothing answered: a partitioned network): /healthz
-    still 200, /readyz 503 promptly (the time limits apply to connecting too), GraphQL that
-    needs the database 503 DATABASE_UNAVAILABLE for either media type, a cached answer still
-    served, and service resumes by itself afterwards."""
+@pytest.mark.parametrize(
+    "database_timeout",
+    # The database's own timeouts (each wait's: connecting, the pool, a statement) shorter than
+    # the request's time limit, or as long: then the request's share of its limit answers.
+    [1.0, 3.0],
+    ids=["database-timeouts-short", "database-timeouts-as-long-as-the-limit"],
+)
+async def test_a_database_that_does_not_answer(proxied, database_timeout) -> None:
+    """A black hole (every connection, the pool's open ones too, kept open and nothing answered:
+    a partitioned network): /healthz still 200; /readyz 503, and GraphQL that needs the
+    database 503 DATABASE_UNAVAILABLE with Retry-After for either media type, each within the
+    request's share of its time limit for the database (db/database.py `waiting`), never the
+    limit's 504; a cached answer still served; and once the hole closes, the answers of before
+    it."""
     proxy, url = proxied
-    settings = fault_settings(url)
+    settings = fault_settings(url, database_timeout_seconds=database_timeout)
+    limit = settings.request_timeout_seconds
     cached = {"query": "{ gpus { name } }"}
     async with app_client(settings) as (_, client):
-        assert (await client.post("/graphql", json={"query": fresh_query()})).status_code == 200
+        before = await client.post("/graphql", json={"query": fresh_database_query()})
         assert (await client.post("/graphql", json=cached)).status_code == 200
         await proxy.blackhole()
         health, _seconds = await timed(client.get("/healthz"))
-        ready, _seconds = await timed(client.get("/readyz"))
-        assert (health.status_code, ready.status_code) == (200, 503)
+        ready, seconds = await timed(client.get("/readyz"))
+        assert (health.status_code, health.json()["status"]) == (200, "ok")
+        assert (ready.status_code, ready.headers["retry-after"], ready.json()) == (
+            503,
+            "1",
+            {"status": "unavailable", "reason": "database unreachable", "code": UNAVAILABLE},
+        )
+        assert seconds < limit
         await after_the_poll(settings)
         for accept in ("application/json", "application/graphql-response+json"):
-            response, _seconds = await timed(
+            response, seconds = await timed(
                 client.post(
                     "/graphql",
                     json={"query": fresh_database_query()},
                     headers={"accept": accept},
                 )
             )
-            assert response.status_code == 503, response.text
-            assert set(codes(response)) == {UNAVAILABLE}
+            assert (response.status_code, response.headers.get("retry-after")) == (503, "1"), (
+                response.text
+            )
+            assert (codes(response), response.json().get("data")) == ([UNAVAILABLE], None)
+            assert seconds < limit
         again, _seconds = await timed(client.post("/graphql", json=cached))
         assert (again.status_code, again.headers["x-cache"]) == (200, "HIT")
         await proxy.restore()
         assert await until_served(client) <= 25
+        after = await client.post("/graphql", json={"query": fresh_database_query()})
+    assert (before.status_code, after.status_code) == (200, 200)
+    assert list(after.json()["data"].values()) == list(before.json()["data"].values())
+    assert list(after.json()["data"].values()) == [[{"number": 1}]]
+
+
+async def test_a_connection_given_up_on_in_a_black_hole_is_dropped_at_once(proxied) -> None:
+    """A connection invalidated while the database is a black hole (a request gave up on it)
+    is terminated: closing it gracefully first, as SQLAlchemy does, would wait on the hole (2 s;
+    without a bound after a statement timed out: asyncpg issue 1356)."""
+    proxy, url = proxied
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+            await proxy.blackhole()
+            async with asyncio.timeout(1.0):
+                await connection.invalidate()
+            assert connection.invalidated
+    finally:
+        await proxy.restore()
+        await engine.dispose()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@
   device" and which file it was writing where, nothing is changed, and the release served
   before is served throughout, on both databases;
 - PostgreSQL going away under load (mark hostile: timed; the TCP proxy of tests/test_faults.py
-  cut after a number of requests, as a restart; the shared server is never stopped): every
-  answer is 200 from memory or 503 DATABASE_UNAVAILABLE with Retry-After, never a 500, and
-  requests that read the database are answered again within two seconds of its return;
+  cut after a number of requests, as a restart, or turned into a black hole for longer than
+  the request time limit; the shared server is never stopped): every answer is 200 from memory
+  or 503 DATABASE_UNAVAILABLE with Retry-After, never a 500 nor a 504, and requests that read
+  the database are answered again within two seconds of its return;
 - Redis killed and started again while two `leadgreen serve` replicas serve (mark replicas):
   this test's own redis-server on a free port, never the shared one.
 """
@@ -141,21 +142,36 @@ async def test_the_disk_filling_during_an_ingest(
 @ANYIO
 @pytest.mark.hostile  # timed (the 2 s bound): CI's hostile step, with PostgreSQL
 @pytest.mark.parametrize(
-    ("fault", "after"),
+    ("fault", "after", "lasting", "database_timeout"),
     # A restart looks like a cut to the app (connections reset, new ones refused). A black hole
-    # under load is left out: a request can then wait past the 3 s request timeout (504
-    # REQUEST_TIMEOUT) before the database's timeouts answer it 503; tests/test_faults.py covers
-    # the black hole without load.
-    [("cut", 0), ("cut", 15), ("cut", 40)],
-    ids=["cut-at-once", "cut-after-15", "cut-after-40"],
+    # (every connection kept open, nothing answered) lasts past the 3 s request time limit, and
+    # the database's own timeouts are as long as the limit: each request waiting on it is
+    # answered 503 within its share of the limit for the database, not the limit's 504.
+    [
+        ("cut", 0, 1.5, 1.0),
+        ("cut", 15, 1.5, 1.0),
+        ("cut", 40, 1.5, 1.0),
+        ("blackhole", 0, 4, 3.0),
+        ("blackhole", 15, 4, 3.0),
+    ],
+    ids=["cut-at-once", "cut-after-15", "cut-after-40", "blackhole-at-once", "blackhole-after-15"],
 )
-async def test_postgresql_away_under_load(proxied, fault, after) -> None:  # noqa: F811
+async def test_postgresql_away_under_load(
+    proxied,  # noqa: F811
+    fault,
+    after,
+    lasting,
+    database_timeout,
+) -> None:
     """8 clients send requests that read the database and requests answered from memory, without
-    pause; the fault comes after `after` answers, lasts 1.5 s, and is restored. While it lasts
-    each answer is 200 (with data and no error) or 503 DATABASE_UNAVAILABLE with Retry-After;
-    after it, a request that reads the database is answered within RECOVERY_SECONDS."""
+    pause; the fault comes after `after` answers, lasts `lasting` seconds, and is restored.
+    While it lasts each answer is 200 (with data and no error) or 503 DATABASE_UNAVAILABLE with
+    Retry-After; after it, a request that reads the database is answered within
+    RECOVERY_SECONDS."""
     proxy, url = proxied
-    settings = fault_settings(url, release_poll_seconds=0.5)
+    settings = fault_settings(
+        url, release_poll_seconds=0.5, database_timeout_seconds=database_timeout
+    )
     outcomes: list[tuple[float, int, tuple[str, ...], bool]] = []
     stop = asyncio.Event()
     async with app_client(settings) as (_, client):
@@ -179,7 +195,7 @@ async def test_postgresql_away_under_load(proxied, fault, after) -> None:  # noq
             while len(outcomes) < after:
                 await asyncio.sleep(0.01)
         await (proxy.cut() if fault == "cut" else proxy.blackhole())
-        await asyncio.sleep(1.5)
+        await asyncio.sleep(lasting)
         await proxy.restore()
         restored = time.monotonic()
         # Served again: the first answer of a request reading the database after the return.

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from strawberry.extensions import SchemaExtension
 from strawberry.permission import BasePermission
 
-from db.database import sessionmaker
+from db.database import close_quietly, sessionmaker
 from graph import internals
 from graph.engine import completion
 from graph.engine.cost import actual_cost
@@ -38,7 +38,6 @@ from graph.schema.query import Query
 from graph.schema.subscription import Subscription
 from graph.schema.types.model import ImageConfiguration, VideoConfiguration
 from graph.server.documents import MODEL_PAGE
-from graph.server.execute import close_quietly
 from graph.settings import Settings
 from tests.conftest import SCHEMA
 from tests.queries import Request, requests

@@ -5,7 +5,8 @@ zone)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -13,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from db import grid, reads
 from db.catalog import Catalog
+from db.database import waiting
 from db.kinds import Kind
 from db.tables import ModelRow, ReleaseRow, TaskRow
 from graph.errors import BadInput, NoData
@@ -51,16 +53,23 @@ class Context:
             self.session = self.sessions()
         return self.session
 
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """The session's reader's turn: one at a time, as an AsyncSession requires; the wait
+        for it and the read within the request's bound (db.database `waiting`)."""
+        async with waiting(), self._lock:
+            yield
+
     async def read(self, fn: Callable[..., Awaitable[R]], /, **kwargs: Any) -> R:
-        """Run a `db.reads` function; one at a time, as an AsyncSession requires."""
-        async with self._lock:
+        """Run a `db.reads` function in its turn."""
+        async with self._turn():
             return await fn(self.db, **kwargs)
 
     async def release(self, release_id: int | None = None) -> ReleaseRow:
         """The release asked for, or else the latest (each read at most once per request)."""
         if release_id is None:
             if self._release is None:
-                async with self._lock:
+                async with self._turn():
                     if self._release is None:
                         self._release = await reads.latest_release(self.db)
             if self._release is None:
@@ -69,7 +78,7 @@ class Context:
         if self._release is not None and self._release.id == release_id:
             return self._release
         if release_id not in self._releases:
-            async with self._lock:
+            async with self._turn():
                 if release_id not in self._releases:
                     asked = await reads.release(self.db, release_id=release_id)
                     if asked is None:

@@ -10,6 +10,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from db.catalog import Catalog, load_catalog
+from db.database import shared, waiting
 from db.derived import warm
 from db.tables import ReleaseRow
 from graph.caches import Bounded, fixed
@@ -45,7 +46,8 @@ class Catalogs:
     Concurrent requests for a release not yet in memory share one read, made in a session of
     its own (so that a request cancelled meanwhile cannot break it for the others) and given
     up after `timeout` seconds (so that a database that stopped answering cannot hold every
-    later request of the release; the next request after a failure reads again).
+    later request of the release; the next request after a failure reads again); a request
+    waits for it within its own bound (db.database `waiting`).
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024, timeout: float = 30.0) -> None:
@@ -83,10 +85,11 @@ class Catalogs:
     async def _load_once(self, session: Session, key: Key) -> Catalog:
         loading = self._loading.get(key)
         if loading is None or loading.get_loop() is not asyncio.get_running_loop():
-            loading = asyncio.ensure_future(self._load(session, key))
+            loading = shared(self._load(session, key))
             self._loading[key] = loading
             loading.add_done_callback(lambda done: self._loaded(key, done))
-        return await asyncio.shield(loading)
+        async with waiting():
+            return await asyncio.shield(loading)
 
     async def _load(self, session: Session, key: Key) -> Catalog:
         bind = (session() if callable(session) else session).bind

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from strawberry import Schema
 
 from db import reads
+from db.database import request_session
 from db.files import release_file
 from graph.caches import Bounded
 from graph.errors import ApiError, Code
@@ -217,7 +218,7 @@ def document_routes(
     ) -> Callable[[Request], Awaitable[Response]]:
         async def respond(request: Request) -> Response:
             try:
-                async with make_session() as session:
+                async with request_session(make_session) as session:
                     return await handler(request, session, await release_of(request, session))
             except Refused as refused:
                 return refused.response

@@ -9,12 +9,12 @@ then the edge, then Starlette's exception handling and the routes; Starlette's o
 ServerErrorMiddleware is left out, graph/server/app.py `App`: the edge answers what fails),
 so that what a user adds sees every route; /graphql's requests the edge hands to its handler
 itself, past the routing and the exception handling (the handler answers its own errors). A
-request pays for one pass over its headers, a note in a context variable, one timer, and its
-log line and tallies. /graphql's responses get the request's headers from
-graph/server/responses.py (no wrapper around `send` on the hot path); every other route's
-through a wrapper. The edge knows one thing of the routes: where GraphQL is, whose refusals and
-errors are GraphQL's (in the media type the client asked for), the others'
-`{"error": {"code", "message"}}`.
+request pays for one pass over its headers, a note in a context variable (and its deadline
+for the database in another), one timer, and its log line and tallies. /graphql's responses
+get the request's headers from graph/server/responses.py (no wrapper around `send` on the hot
+path); every other route's through a wrapper. The edge knows one thing of the routes: where
+GraphQL is, whose refusals and errors are GraphQL's (in the media type the client asked for),
+the others' `{"error": {"code", "message"}}`.
 
 - **CORS**, for a public, read-only API without credentials: any origin by default, or the
   origins LEADGREEN_CORS_ORIGINS lists (none: no CORS header at all). With any origin every
@@ -29,7 +29,9 @@ errors are GraphQL's (in the media type the client asked for), the others'
 - **The time limit** (LEADGREEN_REQUEST_TIMEOUT_SECONDS): the whole request, from reading its
   body to sending, is stopped past it and answered 504 REQUEST_TIMEOUT; the database away is
   503 DATABASE_UNAVAILABLE with Retry-After; anything else 500 INTERNAL with the request id
-  that the log's traceback has. No stack trace, SQL or path reaches the client.
+  that the log's traceback has. No stack trace, SQL or path reaches the client. Its waits for
+  the database end within `DATABASE_SHARE` of the limit (db/database.py `waiting`), so that a
+  database that stopped answering (a black hole) is that 503, not the limit's 504.
 - Every response says `X-Content-Type-Options: nosniff` (a JSON answer is never run as a
   script), `Referrer-Policy: no-referrer`, and may not be framed by another site
   (`X-Frame-Options: DENY`, CSP `frame-ancestors 'none'`: GraphiQL is the one page, and it
@@ -67,6 +69,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from db.database import DEADLINE
 from graph.errors import UNAVAILABLE_MESSAGE, Code, database_fault, internal_error
 from graph.internals import HttpToolsReader
 from graph.server.observability import (
@@ -89,6 +92,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("leadgreen")
 Headers = tuple[Header, ...]
 RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in a second
+# The share of its time limit a request may spend waiting for the database: past it, the
+# database is answered as away (503), with time left to say so before the limit (504).
+DATABASE_SHARE = 0.75
 # Every app's Deadlines (one an app), for `endless`.
 _DEADLINES: weakref.WeakSet[Deadlines] = weakref.WeakSet()
 # What ends when the server begins to stop (`on_stop`).
@@ -115,6 +121,7 @@ class Edge:
         self.graphql_app = graphql_app or app
         self.cors, self.limits = Cors(settings.cors_origins), HeadLimits(settings)
         self.timeout = settings.request_timeout_seconds
+        self.database_seconds = self.timeout * DATABASE_SHARE
         self.deadlines = Deadlines(self.timeout)
         self.log, self.metrics, self.tracing = log, metrics, tracing
         self.ids = RequestIds()
@@ -177,7 +184,8 @@ class Edge:
             return
         if method == "HEAD":
             scope, send = {**scope, "method": "GET", ASKED_HEAD: True}, _without_body(send)
-        task = self.deadlines.start()
+        task, started = self.deadlines.start()
+        waits = DEADLINE.set(started + self.database_seconds)
         try:
             await (self.graphql_app if graphql else self.app)(scope, receive, send)
         except BaseException as exc:
@@ -191,6 +199,8 @@ class Edge:
                 )
         else:
             self.deadlines.stop(task, None)
+        finally:
+            DEADLINE.reset(waits)
 
     async def refuse(
         self,
@@ -238,11 +248,12 @@ def _stopping() -> None:
 
 
 def endless() -> None:
-    """The current request streams (a subscription's events): its time limit no longer
-    applies from now on (graph/server/subscriptions.py)."""
+    """The current request streams (a subscription's events): its time limit, and its bound on
+    waiting for the database, no longer apply from now on (graph/server/subscriptions.py)."""
     task = asyncio.current_task()
     for deadlines in _DEADLINES:
         deadlines.running.pop(task, None)  # type: ignore[arg-type]
+    DEADLINE.set(None)
 
 
 class Deadlines:
@@ -260,8 +271,9 @@ class Deadlines:
         self.loop: asyncio.AbstractEventLoop | None = None
         _DEADLINES.add(self)
 
-    def start(self) -> asyncio.Task[Any]:
-        """The current request's task, its deadline kept."""
+    def start(self) -> tuple[asyncio.Task[Any], float]:
+        """The current request's task, its deadline kept; and when it started (the loop's
+        clock)."""
         task = asyncio.current_task()
         assert task is not None
         loop = task.get_loop()
@@ -269,7 +281,7 @@ class Deadlines:
         self.running[task] = now + self.seconds
         if self.timer is None or self.loop is not loop:  # (a test may run apps on new loops)
             self.loop, self.timer = loop, loop.call_at(now + self.tick, self._check)
-        return task
+        return task, now
 
     def stop(self, task: asyncio.Task[Any], exc: BaseException | None) -> bool:
         """Forget the request's deadline; whether it ended for passing it (`exc`, the

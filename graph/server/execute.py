@@ -3,8 +3,6 @@ headers its errors call for (graph/server/protocol.py says which)."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -16,6 +14,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
+from db.database import close_quietly
 from db.tables import ReleaseRow
 from graph.errors import Code, retry_after_seconds
 from graph.schema.context import Context
@@ -32,7 +31,6 @@ from graph.server.ratelimit import RateLimiter, TierBucket
 from graph.server.responses import Answer
 from graph.settings import Settings
 
-log = logging.getLogger("leadgreen")
 GET_TYPES = frozenset({OperationType.QUERY})
 POST_TYPES = frozenset({OperationType.QUERY, OperationType.MUTATION})
 RETRY_SOON = ((b"retry-after", b"1"),)  # the database being away: ask again in a second
@@ -112,17 +110,6 @@ async def execute(
     finally:
         if context.session is not None:
             await close_quietly(context.session)
-
-
-async def close_quietly(session: AsyncSession) -> None:
-    """Close a request's session. graphql-core cancels a sibling field's resolver in the middle
-    of its SQL when an error nulls their parent, and closing then fails: drop the connection."""
-    try:
-        await session.close()
-    except Exception:
-        log.warning("could not close a session; its connection is dropped", exc_info=True)
-        with contextlib.suppress(Exception):
-            await session.invalidate()
 
 
 def produced(result: ExecutionResult, media: Media, rate_limited: bool) -> Produced:

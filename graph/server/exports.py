@@ -43,6 +43,7 @@ from starlette.types import Message, Receive, Scope, Send
 from strawberry.utils.str_converters import to_camel_case
 
 from db.catalog import Catalog
+from db.database import request_session
 from db.fields import without_none
 from db.kinds import LLM, Kind
 from graph.errors import ApiError, BadInput, Code
@@ -347,7 +348,7 @@ def export_routes(
 
     async def endpoint(request: Request, fmt: str) -> Response:
         try:
-            async with make_session() as session:
+            async with request_session(make_session) as session:
                 context = Context(session=session, settings=settings, catalogs=catalogs)
                 catalog = await context.catalog(release_asked(request.query_params))
                 kind, given = read_filter(catalog, request.query_params.multi_items())

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from db import reads
+from db.database import shared, waiting
 from db.tables import ReleaseRow
 from graph.errors import database_fault
 
@@ -104,7 +105,7 @@ class ReleaseWatcher:
     def _retry(self) -> None:
         """Read the release again in the background (once at a time)."""
         if self._retrying is None or self._retrying.done():
-            self._retrying = asyncio.ensure_future(self._quietly())
+            self._retrying = shared(self._quietly())
 
     async def _quietly(self) -> None:
         with contextlib.suppress(Exception):
@@ -118,9 +119,10 @@ class ReleaseWatcher:
             or now - self._pending_since >= self.poll_seconds
             or (pending.done() and (pending.cancelled() or pending.exception() is not None))
         ):
-            pending = self._pending = asyncio.ensure_future(self._read(now))
+            pending = self._pending = shared(self._read(now))
             self._pending_since = now
-        return await asyncio.shield(pending)
+        async with waiting():  # (a request's wait is its own; the reading goes on)
+            return await asyncio.shield(pending)
 
     async def _read(self, started: float) -> Current | None:
         async with self.make_session() as session:

@@ -49,13 +49,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 
+from db.database import close_quietly
 from db.tables import ReleaseRow
 from graph.engine.execution import Schema
 from graph.errors import Code
 from graph.schema.memory import Catalogs
 from graph.schema.subscription import Published
 from graph.server.edge import endless, on_stop
-from graph.server.execute import RequestContext, close_quietly
+from graph.server.execute import RequestContext
 from graph.server.observability import NOTE, Operation, Streams
 from graph.server.protocol import (
     AS_JSON,
