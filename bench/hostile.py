@@ -14,10 +14,18 @@ baseline), then for `--seconds`:
 - the prober asks `{ gpus { name } }` (GET, the answer cached) every 20 ms, with a key of its
   own, and times each answer;
 
+with `--default` (every setting at its default), the hostile clients send new documents
+instead (fresh, introspection commented anew, respelled, merges, past the limits), and
+`--slow` more clients each open one connection after another that sends part of a request (cut
+in its line, its headers, its body) and then nothing, and count how the server ends it (408
+REQUEST_TIMEOUT within LEADGREEN_CLIENT_TIMEOUT_SECONDS) and how long it held it;
+
 then waits `--cooldown` seconds and measures the memory again. It prints the figures (and
 writes them as JSON with `--json`) and exits 1 when the prober's p99 is 100 ms or more, when a
 prober request failed, when the server's memory went past LEADGREEN_CACHE_MAX_BYTES over the
-baseline, or when a hostile request got a 500. tests/test_hostile_load.py runs the quick mode.
+baseline (and 16 KB per slow client), when a hostile request got a 500, or when a slow
+connection was held open past the client timeout (and 3 s). tests/test_hostile_load.py runs
+the quick mode.
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ SNAPSHOT = DATA / "ml-energy-leaderboard" / "2026-02-16"
 P99_LIMIT_MS = 100.0
 CACHE_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_CACHE_MAX_BYTES = Settings.model_construct().cache_max_bytes
+CLIENT_TIMEOUT = Settings.model_construct().client_timeout_seconds
+SLOW_SLACK = 3.0  # seconds past the client timeout a busy server may take to close
+# What an open connection with a request begun may hold, in the memory budget: 9.5 KB measured
+# (300 connections, each with a body begun, 2026-12-05).
+CONNECTION_BYTES = 16 * 1024
 PROBE = "/graphql?query=%7B%20gpus%20%7B%20name%20%7D%20%7D"  # { gpus { name } }
 PROBE_SECONDS = 0.02
 CONFIGURATION = (
@@ -198,15 +211,71 @@ async def attacker(
             counts[f"{kind} slowest ms"] = max(counts[f"{kind} slowest ms"], took)
 
 
-def attack(port: int, clients: int, seconds: float, results: Any, default: bool) -> None:
-    """The hostile clients, in a process of their own (their CPU is not the prober's)."""
+# What a slow client sends before it stops: a request cut in its line, in its headers, before
+# its blank line, in a body of announced length, in a chunked body (the shape of connection i is
+# STALLS[i % 5], its cut point drawn).
+STALLS = (
+    b"POST /graphql HTTP/1.1",
+    b"POST /graphql HTTP/1.1\r\nHost: hostile\r\nContent-Type: application/js",
+    b"GET /graphql?query=%7B__typename%7D HTTP/1.1\r\nHost: hostile\r\n",
+    b"POST /graphql HTTP/1.1\r\nHost: hostile\r\nContent-Type: application/json\r\n"
+    b'Content-Length: 4000\r\n\r\n{"query": "{ gpus { name } }", "variables": {"a": "',
+    b"POST /graphql HTTP/1.1\r\nHost: hostile\r\nContent-Type: application/json\r\n"
+    b'Transfer-Encoding: chunked\r\n\r\n10\r\n{"query": "{ gpu',
+)
 
-    async def run() -> Counter[str]:
+
+async def slow_client(
+    port: int, n: int, seconds: float, counts: Counter[str], held: list[float]
+) -> None:
+    """One slow connection after another until `seconds` have passed: each sends part of a
+    request (STALLS) and then nothing, and waits for the server to answer and close it. Counts
+    how each ended (`slow 408`, another status, `slow closed` without an answer, `slow
+    ConnectionResetError`) and the seconds each was held
+    open; one the run's end cut counts as `slow open at the end`, held as long as it was."""
+    rng = random.Random(n)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        stall = STALLS[n % len(STALLS)]
+        sent = stall[: rng.randrange(max(1, len(stall) // 2), len(stall) + 1)]
+        opened = time.monotonic()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError as error:
+            counts[f"slow {type(error).__name__}"] += 1
+            await asyncio.sleep(0.1)
+            continue
+        try:
+            writer.write(sent)
+            answer = await asyncio.wait_for(reader.read(), deadline - time.monotonic())
+            status = answer[9:12].decode() if answer.startswith(b"HTTP/1.1 ") else "closed"
+            counts[f"slow {status}"] += 1
+        except TimeoutError:
+            counts["slow open at the end"] += 1
+        except OSError as error:  # reset: the server closed with the request's bytes unread
+            counts[f"slow {type(error).__name__}"] += 1
+        finally:
+            held.append(time.monotonic() - opened)
+            writer.close()
+        n += 5  # the same shape, cut elsewhere
+
+
+def attack(port: int, clients: int, slow: int, seconds: float, results: Any, default: bool) -> None:
+    """The hostile clients and `slow` slow ones, in a process of their own (their CPU is not
+    the prober's): what each kind of request was answered, and how long the server held the
+    slow connections open (s)."""
+
+    async def run() -> tuple[Counter[str], list[float]]:
         counts: Counter[str] = Counter()
-        await asyncio.gather(*(attacker(port, c, seconds, counts, default) for c in range(clients)))
-        return counts
+        held: list[float] = []
+        await asyncio.gather(
+            *(attacker(port, c, seconds, counts, default) for c in range(clients)),
+            *(slow_client(port, n, seconds, counts, held) for n in range(slow)),
+        )
+        return counts, held
 
-    results.put(dict(asyncio.run(run())))
+    counts, held = asyncio.run(run())
+    results.put((dict(counts), held))
 
 
 # --- the prober and the measurements ---------------------------------------------------------
@@ -261,6 +330,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "LEADGREEN_METRICS": "false",
         }
     )
+    slow = args.slow if args.default else 0
     server = leadgreen("hostile", str(workdir / "hostile.db"), snapshot, **env)
     server.start(workdir)
     try:
@@ -269,25 +339,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         baseline = server.rss_mb()
         results: Any = multiprocessing.get_context("spawn").Queue()
         hostile = multiprocessing.get_context("spawn").Process(
-            target=attack, args=(server.port, args.clients, args.seconds, results, args.default)
+            target=attack,
+            args=(server.port, args.clients, slow, args.seconds, results, args.default),
         )
         hostile.start()
         rss: list[float] = []
         latencies = asyncio.run(probe(server.port, args.seconds, server, rss))
-        counts: dict[str, int] = results.get(timeout=120)
+        counts, held = results.get(timeout=120)
         hostile.join(60)
         time.sleep(args.cooldown)
         after = server.rss_mb()
     finally:
         server.stop()
-    budget = baseline + (DEFAULT_CACHE_MAX_BYTES if args.default else CACHE_MAX_BYTES) / 2**20
+    cache = DEFAULT_CACHE_MAX_BYTES if args.default else CACHE_MAX_BYTES
+    budget = baseline + (cache + slow * CONNECTION_BYTES) / 2**20
     return {
         "mode": "default server" if args.default else "rate limited",
         "seconds": args.seconds,
         "clients": args.clients,
         "data": "real (2026-02-16)" if args.real and SNAPSHOT.exists() else "synthetic",
-        "hostile_requests": sum(v for k, v in counts.items() if not k.endswith(" ms")),
+        "hostile_requests": sum(
+            v for k, v in counts.items() if not k.endswith(" ms") and not k.startswith("slow ")
+        ),
         "hostile_answers": dict(sorted(counts.items())),
+        "slow_connections": {
+            "clients": slow,
+            "connections": len(held),
+            "held_s_p50": round(percentile(held, 0.5), 2) if held else None,
+            "held_s_max": round(max(held), 2) if held else None,
+            "timeout_s": CLIENT_TIMEOUT,
+        },
         "probes": len(latencies),
         "probe_ms": {
             "warm_p50": round(statistics.median(warm), 2),
@@ -313,6 +394,9 @@ def failures(figures: dict[str, Any]) -> list[str]:
     rss = figures["rss_mb"]
     if rss["max_under_attack"] > rss["budget"] or rss["after_cooldown"] > rss["budget"]:
         found.append(f"memory past the budget: {rss}")
+    slow = figures["slow_connections"]
+    if slow["held_s_max"] is not None and slow["held_s_max"] > slow["timeout_s"] + SLOW_SLACK:
+        found.append(f"a slow connection was held open {slow['held_s_max']} s: {slow}")
     errors = {k: v for k, v in figures["hostile_answers"].items() if k.endswith(" 500")}
     if errors:
         found.append(f"hostile requests answered 500: {errors}")
@@ -324,6 +408,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="30 s under attack (CI)")
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--slow",
+        type=int,
+        default=300,
+        help="slow clients with --default: each sends part of a request, then nothing",
+    )
     parser.add_argument("--cooldown", type=float, default=5.0)
     parser.add_argument("--real", action="store_true", help="the real snapshot, if present")
     parser.add_argument(

@@ -293,8 +293,8 @@ class Settings(BaseSettings, RequestLimits, Tuning):
     max_in_flight: int = Field(
         64,
         ge=1,
-        description="Most GraphQL requests a process answers at once; past it 503 OVERLOADED "
-        "with Retry-After, so that the admitted keep their latency",
+        description="Most GraphQL requests a process answers at once (each counted once read "
+        "whole); past it 503 OVERLOADED with Retry-After, so that the admitted keep their latency",
     )
     max_subscriptions: int = Field(
         1000,
