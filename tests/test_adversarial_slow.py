@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.conftest import BACKENDS, database_of_its_own
 from tests.live import serving, wait_until
 
 pytestmark = pytest.mark.hostile
@@ -33,11 +34,17 @@ CHUNKED = (
 )
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    with serving(
-        tmp_path_factory.mktemp("slow"), LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
-    ) as port:
+@pytest.fixture(scope="module", params=BACKENDS)
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    directory = tmp_path_factory.mktemp("slow")
+    with (
+        database_of_its_own(request.param, directory) as url,
+        serving(
+            directory, LEADGREEN_DATABASE_URL=url, LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
+        ) as port,
+    ):
         yield port
 
 
