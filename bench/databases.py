@@ -23,9 +23,9 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 
 
-def _admin(statement: str) -> None:
+def _admin(statement: str, url: str) -> None:
     async def run() -> None:
-        engine = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        engine = create_engine(url, isolation_level="AUTOCOMMIT")
         try:
             async with engine.connect() as conn:
                 await conn.execute(text(statement))
@@ -36,17 +36,18 @@ def _admin(statement: str) -> None:
 
 
 @contextmanager
-def database(backend: str, directory: Path) -> Iterator[str]:
-    """An empty database's URL."""
+def database(backend: str, directory: Path, server: str = POSTGRES_ADMIN_URL) -> Iterator[str]:
+    """An empty database's URL: a SQLite file in `directory`, or a database of its own on the
+    PostgreSQL `server` (a URL of one of its databases), dropped afterwards."""
     if backend == "sqlite":
         yield f"sqlite+aiosqlite:///{directory / 'leadgreen.db'}"
         return
     name = f"leadgreen_bench_{uuid.uuid4().hex[:8]}"
-    _admin(f"CREATE DATABASE {name}")
+    _admin(f"CREATE DATABASE {name}", server)
     try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
     finally:
-        _admin(f"DROP DATABASE {name} WITH (FORCE)")
+        _admin(f"DROP DATABASE {name} WITH (FORCE)", server)
 
 
 def ingest(database_url: str, snapshot: Path, manifest: Path) -> float:

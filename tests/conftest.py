@@ -159,26 +159,13 @@ def _admin(statement: str) -> None:
     _in_thread(run())
 
 
-@contextlib.contextmanager
-def database_of_its_own(backend: str, directory: Path) -> Iterator[str]:
-    """An empty database for one server a test starts: a SQLite file in `directory`, or a
-    database of its own on the PostgreSQL server, dropped afterwards."""
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{directory / 'own.db'}"
-        return
-    name = f"leadgreen_test_{uuid.uuid4().hex[:8]}"
-    _admin(f"CREATE DATABASE {name}")
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        _admin(f"DROP DATABASE {name} WITH (FORCE)")
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A database of the test run's own on the PostgreSQL server, dropped afterwards."""
-    with database_of_its_own("postgres", Path()) as url:
-        yield url
+    name = f"leadgreen_test_{uuid.uuid4().hex[:8]}"
+    _admin(f"CREATE DATABASE {name}")
+    yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    _admin(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 async def _migrate(url: str) -> None:

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.conftest import BACKENDS, database_of_its_own
+from bench.databases import database
+from tests.conftest import BACKENDS, POSTGRES_URL
 from tests.live import serving, wait_until
 
 pytestmark = pytest.mark.hostile
@@ -40,7 +41,7 @@ def served(
 ) -> Iterator[int]:
     directory = tmp_path_factory.mktemp("slow")
     with (
-        database_of_its_own(request.param, directory) as url,
+        database(request.param, directory, POSTGRES_URL) as url,
         serving(
             directory, LEADGREEN_DATABASE_URL=url, LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
         ) as port,
