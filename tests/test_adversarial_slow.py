@@ -21,6 +21,7 @@ pytestmark = pytest.mark.hostile
 
 TIMEOUT = 1.0  # LEADGREEN_CLIENT_TIMEOUT_SECONDS of the served process
 GUARD = TIMEOUT + 5  # a read waiting longer than this fails the test
+LIMIT = 2.0  # LEADGREEN_REQUEST_TIMEOUT_SECONDS of the `hurried` process
 MAX_CONNECTIONS = 4
 
 GET = b"GET /healthz HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\nX-Note: slow\r\n\r\n"
@@ -46,6 +47,16 @@ def served(
             directory, LEADGREEN_DATABASE_URL=url, LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
         ) as port,
     ):
+        yield port
+
+
+@pytest.fixture(scope="module")
+def hurried(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    with serving(
+        tmp_path_factory.mktemp("hurried"),
+        LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT),
+        LEADGREEN_REQUEST_TIMEOUT_SECONDS=str(LIMIT),
+    ) as port:
         yield port
 
 
@@ -149,6 +160,41 @@ def test_a_body_that_keeps_coming_is_not_timed_out(served, pieces) -> None:
             sock.sendall(BODY[start : start + size])
         head = read_one_answer(sock)
     assert head.split(b"\r\n", 1)[0] == b"HTTP/1.1 200 OK"
+
+
+@pytest.mark.parametrize(
+    ("name", "begun", "piece"),
+    [
+        ("chunked", CHUNKED, b"1\r\n \r\n"),
+        ("of announced length", POST.replace(b"%d" % len(BODY), b"900000"), b" "),
+    ],
+)
+def test_a_body_still_coming_at_the_time_limit_ends_its_connection(
+    hurried, name, begun, piece
+) -> None:
+    """A body that keeps coming, each piece within the client timeout, for longer than the
+    request's time limit: answered 504 REQUEST_TIMEOUT at the limit, and the connection closed
+    (it was held for as long as the client kept sending)."""
+    ended = None
+    with connect(hurried) as sock:
+        sock.sendall(begun)
+        sock.settimeout(TIMEOUT / 2)  # a piece each half of the client timeout
+        answer, started = b"", time.monotonic()
+        while time.monotonic() - started < LIMIT + GUARD:
+            try:
+                sock.sendall(piece)
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError as error:  # the server gone while a piece was sent
+                ended = type(error).__name__
+                break
+            if not chunk:
+                ended = "closed"
+                break
+            answer += chunk
+    status, _, code = status_and_code(answer)
+    assert (status, code, ended) == (504, "REQUEST_TIMEOUT", "closed")
 
 
 @pytest.mark.parametrize("more", [1, 3])

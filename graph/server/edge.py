@@ -49,7 +49,10 @@ the others' `{"error": {"code", "message"}}`.
   connection's start (or of the request's first byte, on a kept-alive connection), or a body
   pausing longer between chunks (not while uvicorn itself has stopped reading), is answered 408
   REQUEST_TIMEOUT and closed, or only closed when another answer is being written on the
-  connection. Past LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503
+  connection. A request answered before its body came whole (its time limit passed, or it was
+  refused) has its connection closed after the answer, the rest of the body dropped: a body
+  that keeps coming, however slowly, holds a connection no longer than the request's time
+  limit. Past LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503
   OVERLOADED with Retry-After at once and closed. (uvicorn's `limit_concurrency` is not used:
   it keeps such connections open, idle ones too, and answers each request in plain text;
   its `timeout_keep_alive`, 5 s, still closes a connection idle between requests.)
@@ -528,6 +531,7 @@ class BoundedHttp(HttpToolsReader):
         self._reading_body = False
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
+        self._dropping = False  # answered before its request's body came whole
         # One timer per connection, for the head being read or the body's next chunk; it is
         # moved on when it fires early, not each time a chunk comes, nor each request: between
         # requests it is left to fire, and dropped then (`_between`: no request being read).
@@ -587,7 +591,7 @@ class BoundedHttp(HttpToolsReader):
         self.answer_and_close()
 
     def data_received(self, data: bytes) -> None:
-        if self.refusal is not None:  # answered: what the client still sends is dropped
+        if self.refusal is not None or self._dropping:  # answered: the rest is dropped
             self._dropped += len(data)
             if self._dropped > LINGER_BYTES:
                 self.transport.close()
@@ -668,8 +672,22 @@ class BoundedHttp(HttpToolsReader):
             body,
         ]
         self.transport.write(b"".join(head))
-        # Closing with the client's bytes unread would reset the connection, and the client
-        # could lose the answer: read (and drop) for a little while first, as nginx does.
+        self._close_lingering()
+
+    def on_response_complete(self) -> None:
+        given_up = self._reading_body  # answered before its body came whole
+        super().on_response_complete()
+        if given_up and not self.transport.is_closing():
+            # (its time limit passed, or it was refused): the rest of it is not wanted, and
+            # a client still sending it would hold the connection for as long as it sends
+            self._dropping = True
+            self._stop_waiting()
+            self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """Close once the answer is written. Closing with the client's bytes unread would
+        reset the connection, and the client could lose the answer: read (and drop) for a
+        little while first, as nginx does."""
         if self.transport.can_write_eof():
             self.transport.write_eof()
             self.loop.call_later(LINGER_SECONDS, self.transport.close)
