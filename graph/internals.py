@@ -22,7 +22,7 @@ uvicorn and prometheus-client (graph/server/):
 - `HttpToolsReader`: uvicorn's httptools protocol with the parser feeding and status line that
   graph/server/edge.py's BoundedHttp needs to read the request head itself, and the state it
   needs to time a slow client out (open connections, reading paused, whether an answer can be
-  written, the request given up);
+  written, the request given up, every request given up before the connection is dropped);
 - `add_to_histogram`: counts per bucket and their sum added to a histogram at once.
 """
 
@@ -48,7 +48,11 @@ from strawberry.schema.validation_rules.maybe_null import MaybeNullValidationRul
 from strawberry.schema.validation_rules.one_of import OneOfInputValidationRule
 from strawberry.types.base import StrawberryOptional
 from strawberry.types.field import StrawberryField
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 __all__ = [
     "EXTRA_RULES",
@@ -305,6 +309,24 @@ class HttpToolsReader(HttpToolsProtocol):
         if self.cycle is not None:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
+
+    # The request being answered: the last one read (`cycle`) unless pipelined ones wait.
+    answering: RequestResponseCycle | None = None
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        self.answering = cycle
+        super()._start_asgi_task(cycle, app)
+
+    def abandon(self) -> None:
+        """Every request of the connection is given up, before it is dropped: the one being
+        answered, the one being read and the pipelined ones waiting are told the client has
+        gone (nothing more of theirs is written), and those waiting never start."""
+        waiting = [cycle for cycle, _ in self.pipeline]
+        self.pipeline.clear()
+        for cycle in (self.answering, self.cycle, *waiting):
+            if cycle is not None and not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
 
     @staticmethod
     def status_line(status: int) -> bytes:

@@ -282,7 +282,8 @@ class Settings(BaseSettings, RequestLimits, Tuning):
         gt=0,
         description="Longest time `leadgreen serve` waits for a request's head from its first "
         "byte (or the connection's start), and for the next chunk of its body; past it 408 "
-        "REQUEST_TIMEOUT where an answer can be sent, and the connection is closed",
+        "REQUEST_TIMEOUT where an answer can be sent, and the connection is closed. Also how "
+        "long answers may wait for a client that reads none of them before it is dropped",
     )
     max_connections: int = Field(
         1024,

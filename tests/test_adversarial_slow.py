@@ -9,9 +9,11 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+from graphql import get_introspection_query
 
 from bench.databases import database
 from tests.conftest import BACKENDS, POSTGRES_URL
@@ -36,10 +38,16 @@ CHUNKED = (
 )
 
 
+class Served(int):
+    """A served process's port, and its log."""
+
+    log: Path
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[int]:
+) -> Iterator[Served]:
     directory = tmp_path_factory.mktemp("slow")
     with (
         database(request.param, directory, POSTGRES_URL) as url,
@@ -47,7 +55,9 @@ def served(
             directory, LEADGREEN_DATABASE_URL=url, LEADGREEN_CLIENT_TIMEOUT_SECONDS=str(TIMEOUT)
         ) as port,
     ):
-        yield port
+        served = Served(port)
+        served.log = directory / "serve.log"
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +81,7 @@ def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 
 def connect(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+    sock = socket.create_connection(("127.0.0.1", int(port)), timeout=GUARD)
     sock.settimeout(GUARD)
     return sock
 
@@ -195,6 +205,51 @@ def test_a_body_still_coming_at_the_time_limit_ends_its_connection(
             answer += chunk
     status, _, code = status_and_code(answer)
     assert (status, code, ended) == (504, "REQUEST_TIMEOUT", "closed")
+
+
+INTROSPECTION = json.dumps({"query": get_introspection_query(descriptions=True)}).encode()
+ASKED = (
+    b"POST /graphql HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\n\r\n%s" % (len(INTROSPECTION), INTROSPECTION)
+)
+
+
+def reader(port: int) -> socket.socket:
+    """A connection whose client takes at most 4 KB at a time into its buffer."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(GUARD)
+    sock.connect(("127.0.0.1", int(port)))
+    return sock
+
+
+def test_a_client_that_stops_reading_its_answers_is_dropped(served) -> None:
+    """Forty answers asked at once (several MB), none read: once they wait for the client
+    longer than the client timeout, the connection is dropped with what it left unread, the
+    requests still to be answered with it (nothing logged as failing)."""
+    with reader(served) as sock:
+        sock.sendall(ASKED * 40)
+        time.sleep(3 * TIMEOUT)  # nothing read meanwhile
+        received, ended = 0, "open"
+        try:
+            while chunk := sock.recv(65536):
+                received += len(chunk)
+            ended = "closed"
+        except ConnectionResetError:
+            ended = "reset"
+        except TimeoutError:
+            pass
+    assert ended != "open" and received < 40 * answer_size(served), (ended, received)
+    assert [line for line in served.log.read_text().splitlines() if '"error"' in line] == []
+
+
+def answer_size(port: int) -> int:
+    """The bytes of one whole answer to ASKED, its head and body."""
+    with connect(port) as sock:
+        sock.sendall(ASKED)
+        head = read_one_answer(sock)
+    fields = dict(line.lower().split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    return len(head) + 4 + int(fields[b"content-length"])
 
 
 @pytest.mark.parametrize("more", [1, 3])

@@ -4,13 +4,14 @@ and the request id each response carries."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from typing import Any
 
 import pytest
 from starlette.routing import Route
 
-from graph.server.edge import Cors, RequestIds
+from graph.server.edge import BoundedHttp, Cors, RequestIds
 from tests.conftest import app_client
 from tests.test_cache import QUERY
 
@@ -204,3 +205,45 @@ async def test_only_the_time_limit_is_answered_504(synthetic_db, settings) -> No
 
 def _json() -> dict[str, str]:
     return {"content-type": "application/json"}
+
+
+class _Buffer:
+    """A transport whose write buffer holds `left` bytes; it records being dropped."""
+
+    def __init__(self, left: int) -> None:
+        self.left, self.aborted = left, False
+
+    def get_write_buffer_size(self) -> int:
+        return self.left
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+class _Timers:
+    def __init__(self) -> None:
+        self.set: list[float] = []
+
+    def call_later(self, delay: float, callback: Any) -> object:
+        self.set.append(delay)
+        return object()  # (never cancelled here)
+
+
+@pytest.mark.parametrize(
+    ("read", "dropped"), [([40, 0], [False, True]), ([10, 10, 0], [False, False, True])]
+)
+def test_a_client_is_timed_again_while_it_reads_its_answers(read, dropped) -> None:
+    """Writing waits for the client: each client timeout, if it has read some of what waits
+    (the buffer is smaller), it is timed again; if not, it is dropped (and its requests)."""
+    protocol = object.__new__(BoundedHttp)
+    protocol.transport, protocol.loop = _Buffer(100), _Timers()  # type: ignore[assignment]
+    protocol.logger = logging.getLogger("test")
+    protocol.pipeline, protocol.cycle, protocol.answering = collections.deque(), None, None
+    protocol._left, protocol._unread = 100, None
+    seen = []
+    for bytes_read in read:
+        protocol.transport.left -= bytes_read  # type: ignore[attr-defined]
+        protocol._not_reading()
+        seen.append(protocol.transport.aborted)  # type: ignore[attr-defined]
+    assert seen == dropped
+    assert protocol.loop.set == [BoundedHttp.client_timeout] * (len(read) - 1)  # type: ignore[attr-defined]

@@ -52,8 +52,11 @@ the others' `{"error": {"code", "message"}}`.
   connection. A request answered before its body came whole (its time limit passed, or it was
   refused) has its connection closed after the answer, the rest of the body dropped: a body
   that keeps coming, however slowly, holds a connection no longer than the request's time
-  limit. Past LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503
-  OVERLOADED with Retry-After at once and closed. (uvicorn's `limit_concurrency` is not used:
+  limit. Answers waiting for a client that reads none of them (writing paused) are timed as
+  nginx's `send_timeout`: while it reads some within each client timeout it is kept, else it
+  is dropped, with the requests it still had waiting (`abandon`). Past
+  LEADGREEN_MAX_CONNECTIONS open connections a new one is answered 503 OVERLOADED with
+  Retry-After at once and closed. (uvicorn's `limit_concurrency` is not used:
   it keeps such connections open, idle ones too, and answers each request in plain text;
   its `timeout_keep_alive`, 5 s, still closes a connection idle between requests.)
 """
@@ -532,6 +535,10 @@ class BoundedHttp(HttpToolsReader):
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
         self._dropping = False  # answered before its request's body came whole
+        # One timer while the answers written wait for the client (writing paused), and how
+        # much of them was still to be sent when it was set.
+        self._unread: asyncio.TimerHandle | None = None
+        self._left = 0
         # One timer per connection, for the head being read or the body's next chunk; it is
         # moved on when it fires early, not each time a chunk comes, nor each request: between
         # requests it is left to fire, and dropped then (`_between`: no request being read).
@@ -556,7 +563,34 @@ class BoundedHttp(HttpToolsReader):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        if self._unread is not None:
+            self._unread.cancel()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._unread is None:  # what is still to be sent, timed while the client reads
+            self._left = self.transport.get_write_buffer_size()
+            self._unread = self.loop.call_later(self.client_timeout, self._not_reading)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._unread is not None:
+            self._unread.cancel()
+            self._unread = None
+
+    def _not_reading(self) -> None:
+        """The answers written wait for the client: while it reads some within each client
+        timeout it is timed again; else it is dropped, with what it left unread."""
+        left = self.transport.get_write_buffer_size()
+        if left < self._left:
+            self._left = left
+            self._unread = self.loop.call_later(self.client_timeout, self._not_reading)
+            return
+        self._unread = None
+        self.logger.info("closed a connection whose client stopped reading its answers")
+        self.abandon()
+        self.transport.abort()
 
     def _wait(self) -> None:
         """Time the head (or the body) from now."""
