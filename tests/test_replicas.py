@@ -83,7 +83,7 @@ POLL_SLACK = 0.5
 CAPACITY = 4000  # a small bucket (the default is 250,000)
 RESTORE_RATE = 2000.0
 HTTP_MAX_AGE = 2  # short, so that the test sees nginx revalidate
-WRK_SECONDS, WRK_ROUNDS = 2, 5
+WRK_SECONDS, WRK_ROUNDS = 2, 7
 SLUG = "qwen-3-8b"
 RELEASE_DATES = {1: "2025-12-17", 2: "2026-02-16"}
 API_KEYS = [f"replicas-{name}" for name in ("a0", "a1", "a2", "b", "b-control", "c")] + [
@@ -314,7 +314,9 @@ def nginx_config(template: str, prefix: Path, listen: int, upstreams: list[int])
     text = re.sub(
         r"(?m)^(\s*)access_log\s+/dev/stdout\s", rf"\1access_log {logs}/access.log ", text
     )
-    text, listens = re.subn(r"(?m)^(\s*)listen\s+\d+;", rf"\1listen 127.0.0.1:{listen};", text)
+    text, listens = re.subn(
+        r"(?m)^(\s*)listen\s+\d+([^;]*);", rf"\1listen 127.0.0.1:{listen}\2;", text
+    )
     assert listens == 1, "deploy/nginx.conf: one `listen PORT;` expected"
 
     def servers(match: re.Match[str]) -> str:
