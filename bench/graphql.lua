@@ -1,7 +1,11 @@
 -- wrk script: sends the requests of a file in turn and counts GraphQL errors sent with status 200.
--- Usage: wrk ... -s bench/graphql.lua URL -- REQUESTS_FILE
+-- Usage: wrk ... -s bench/graphql.lua URL -- REQUESTS_FILE [statuses]
 -- Each line of REQUESTS_FILE is "POST <path> <json body>" or "GET <path>".
 -- done() prints one line: "BENCH {json}" with requests, latency percentiles and error counts.
+-- With "statuses", answers are not read into Lua (no response callback: wrk then parses no
+-- header nor body for the script, about 12 us of its CPU less per 19 KB answer) and only wrk's
+-- own count of statuses of 400 and above is kept ("bodies_checked": false, no GraphQL error
+-- counted).
 
 local threads = {}
 
@@ -11,6 +15,10 @@ end
 
 function init(args)
   requests, index, graphql_errors, bad_status = {}, 0, 0, 0
+  checking = args[2] ~= "statuses"
+  if not checking then
+    response = nil  -- read by wrk after init: no answer is handed to the script
+  end
   for line in io.lines(args[1]) do
     local method, path, body = line:match("^(%u+) (%S+) ?(.*)$")
     local headers = {}
@@ -40,15 +48,19 @@ end
 
 function done(summary, latency, requests)
   local errors, bad = 0, 0
+  local e = summary.errors
   for _, thread in ipairs(threads) do
     errors = errors + thread:get("graphql_errors")
     bad = bad + thread:get("bad_status")
   end
-  local e = summary.errors
+  local checked = threads[1]:get("checking")
+  if not checked then
+    bad = e.status
+  end
   io.write(string.format(
     'BENCH {"requests":%d,"duration_us":%d,"p50_us":%d,"p90_us":%d,"p99_us":%d,' ..
-    '"max_us":%d,"graphql_errors":%d,"bad_status":%d,"socket_errors":%d}\n',
+    '"max_us":%d,"graphql_errors":%d,"bad_status":%d,"socket_errors":%d,"bodies_checked":%s}\n',
     summary.requests, summary.duration, latency:percentile(50), latency:percentile(90),
     latency:percentile(99), latency.max, errors, bad,
-    e.connect + e.read + e.write + e.timeout))
+    e.connect + e.read + e.write + e.timeout, tostring(checked)))
 end

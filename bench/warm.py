@@ -24,7 +24,9 @@ the real snapshot and its K-times copy (bench.scale), each code in databases of 
   so that the machine's load falls on both alike; this code's over before's.
 - **workers**: `leadgreen serve --workers 1` and `2`, the cold model page (cache off, the 18
   models in turn), wrk -t1 -c32; req/s of two over one, and the CPU wrk itself used (cores),
-  which the two workers share the machine's cores with.
+  which the two workers share the machine's cores with: once with wrk reading every answer
+  into its script (GraphQL errors counted), once counting statuses only (a fraction of wrk's
+  CPU; each page checked whole before and after).
 
 Prints the tables; no timed assertion (the quick mode runs in `pytest -m bench`). Exits 1 when
 a request failed, 2 when wrk is missing.
@@ -115,8 +117,8 @@ def serve(code: Code, url: str, workers: int = 1, **env: str) -> Server:
     return Server(f"{code.name}-{workers}-{len(env)}-{port}", command, port, settings)
 
 
-def model_page() -> Question:
-    line = post_line(DEFAULT_SLUG)
+def model_page(slug: str = DEFAULT_SLUG) -> Question:
+    line = post_line(slug)
     return Question("model page", "POST", "/graphql", line.split(" ", 2)[2].encode())
 
 
@@ -126,11 +128,11 @@ def post_line(slug: str) -> str:
     return post(MODEL_PAGE, {"slug": slug})
 
 
-def answered(server: Server) -> bytes:
-    status, body, _ = ask(server.port, model_page())
+def answered(server: Server, slug: str = DEFAULT_SLUG) -> bytes:
+    status, body, _ = ask(server.port, model_page(slug))
     document = json.loads(body)
     if status != 200 or document.get("errors") or not document["data"]["model"]:
-        raise RuntimeError(f"{server.name}: the model page: {status} {body[:300]!r}")
+        raise RuntimeError(f"{server.name}: the model page of {slug}: {status} {body[:300]!r}")
     return body
 
 
@@ -155,11 +157,13 @@ def ready(codes: list[Code], starts: int, directory: Path) -> None:
             }
 
 
-def wrk_run(server_pids: list[int], port: int, lines: Path, seconds: int) -> dict[str, float]:
+def wrk_run(
+    server_pids: list[int], port: int, lines: Path, seconds: int, *, bodies: bool = True
+) -> dict[str, float]:
     """One wrk run: its result, the servers' and wrk's own CPU seconds per answer."""
     before = [cpu_seconds(p) for p in server_pids]
     client = resource.getrusage(resource.RUSAGE_CHILDREN)
-    run = wrk.run(port, lines, seconds, 32)
+    run = wrk.run(port, lines, seconds, 32, bodies=bodies)
     client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     each = [cpu_seconds(p) - b for p, b in zip(server_pids, before, strict=True)]
     used = sum(each)
@@ -238,7 +242,10 @@ def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[s
 
 
 def workers(code: Code, args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    """The cold model page (every manifest model in turn) on one worker and on two."""
+    """The cold model page (every manifest model in turn) on one worker and on two, with wrk
+    reading every answer (bodies checked) and with wrk counting statuses only: wrk shares the
+    server's two cores, and reading 19 KB answers into its script is most of its CPU. Each
+    page is asked and checked whole before and after the runs."""
     slugs = [m["slug"] for m in json.loads(MANIFEST.read_text())["models"]]
     lines = write_lines(directory, "cold", [post_line(slug) for slug in slugs])
     measured: dict[str, Any] = {}
@@ -247,17 +254,22 @@ def workers(code: Code, args: argparse.Namespace, directory: Path) -> dict[str, 
         server.start(directory)
         try:
             wait_ready(server, 120.0)
-            answered(server)
+            pages = [answered(server, slug) for slug in slugs]
             pids = serving_pids(server)
             idle(pids)  # every worker started (the first ready answers /readyz alone)
             wrk.run(server.port, lines, 1, 32)  # warm up every worker
             server.wait_idle()
-            runs = []
-            for _ in range(args.rounds):
-                runs.append(wrk_run(pids, server.port, lines, args.seconds))
-                server.wait_idle()
-                print(f"  workers {code.name} {count}: {runs[-1]}", file=sys.stderr)
-            measured[str(count)] = medians(runs)
+            runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+            for round_ in range(args.rounds):
+                for bodies in (True, False) if round_ % 2 == 0 else (False, True):
+                    run = wrk_run(pids, server.port, lines, args.seconds, bodies=bodies)
+                    runs[bodies].append(run)
+                    server.wait_idle()
+                    print(f"  workers {code.name} {count} {bodies=}: {run}", file=sys.stderr)
+            if [answered(server, slug) for slug in slugs] != pages:
+                raise RuntimeError(f"{server.name}: a model page changed during the runs")
+            measured[str(count)] = medians(runs[True])
+            measured[f"{count} statuses"] = medians(runs[False])
         finally:
             server.stop()
     return measured
@@ -289,20 +301,22 @@ def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace
         lines += ready_table(codes, args.k)
     if "workers" in args.parts:
         lines += [
-            "| cold model page | 1 worker req/s | 2 workers req/s | 2 / 1 "
+            "| cold model page | wrk reads | 1 worker req/s | 2 workers req/s | 2 / 1 "
             "| servers' CPU, cores (1 / 2) | busiest worker's share (2) "
             "| wrk's CPU, cores (1 / 2) |",
-            "|---|---:|---:|---:|---|---:|---|",
+            "|---|---|---:|---:|---:|---|---:|---|",
         ]
         for code in codes:
-            one, two = code.results["workers"]["1"], code.results["workers"]["2"]
-            lines.append(
-                f"| {code.name} | {one['rate']:,.0f} | {two['rate']:,.0f} "
-                f"| **{two['rate'] / one['rate']:.2f}** "
-                f"| {one['server_cores']:.2f} / {two['server_cores']:.2f} "
-                f"| {two['busiest_share']:.2f} "
-                f"| {one['wrk_cores']:.2f} / {two['wrk_cores']:.2f} |"
-            )
+            for reads, suffix in (("every answer", ""), ("statuses", " statuses")):
+                one = code.results["workers"][f"1{suffix}"]
+                two = code.results["workers"][f"2{suffix}"]
+                lines.append(
+                    f"| {code.name} | {reads} | {one['rate']:,.0f} | {two['rate']:,.0f} "
+                    f"| **{two['rate'] / one['rate']:.2f}** "
+                    f"| {one['server_cores']:.2f} / {two['server_cores']:.2f} "
+                    f"| {two['busiest_share']:.2f} "
+                    f"| {one['wrk_cores']:.2f} / {two['wrk_cores']:.2f} |"
+                )
     return "\n".join(lines).rstrip()
 
 

@@ -21,6 +21,7 @@ class Run:
     graphql_errors: int
     bad_status: int
     socket_errors: int
+    bodies_checked: bool = True  # False: statuses only (graphql_errors not counted)
 
     @property
     def rate(self) -> float:
@@ -35,11 +36,15 @@ def wrk_binary() -> str | None:
     return shutil.which("wrk")
 
 
-def run(port: int, requests: Path, seconds: int, connections: int) -> Run:
+def run(port: int, requests: Path, seconds: int, connections: int, *, bodies: bool = True) -> Run:
+    """wrk -t1 for `seconds` over `connections`, the lines of `requests` in turn; with
+    `bodies=False` the script reads no answer (bench/graphql.lua's "statuses": wrk's own CPU
+    per answer a fraction, for a load generator sharing the server's cores)."""
     binary = wrk_binary()
     assert binary is not None, f"wrk is not installed; as root: {INSTALL}"
     command = [binary, "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "5s"]
     command += ["-s", str(LUA), f"http://127.0.0.1:{port}", "--", str(requests)]
+    command += [] if bodies else ["statuses"]
     output = subprocess.run(
         command, check=True, capture_output=True, text=True, timeout=seconds + 30
     ).stdout
@@ -53,4 +58,5 @@ def run(port: int, requests: Path, seconds: int, connections: int) -> Run:
         graphql_errors=data["graphql_errors"],
         bad_status=data["bad_status"],
         socket_errors=data["socket_errors"],
+        bodies_checked=data["bodies_checked"],
     )
