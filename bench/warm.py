@@ -242,36 +242,46 @@ def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[s
 
 
 def workers(code: Code, args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    """The cold model page (every manifest model in turn) on one worker and on two, with wrk
-    reading every answer (bodies checked) and with wrk counting statuses only: wrk shares the
-    server's two cores, and reading 19 KB answers into its script is most of its CPU. Each
+    """The cold model page (every manifest model in turn) on one worker and on two, both
+    servers up and their runs interleaved (one round: each server with each way of reading,
+    the order turned round to round), so that the machine's drift falls on both alike; wrk
+    reading every answer (bodies checked), and counting statuses only: wrk shares the
+    servers' two cores, and reading 19 KB answers into its script is most of its CPU. Each
     page is asked and checked whole before and after the runs."""
     slugs = [m["slug"] for m in json.loads(MANIFEST.read_text())["models"]]
     lines = write_lines(directory, "cold", [post_line(slug) for slug in slugs])
-    measured: dict[str, Any] = {}
-    for count in (1, 2):
-        server = serve(code, code.urls["real"], count, LEADGREEN_CACHE="off")
-        server.start(directory)
-        try:
+    servers = {n: serve(code, code.urls["real"], n, LEADGREEN_CACHE="off") for n in (1, 2)}
+    try:
+        pages: dict[int, list[bytes]] = {}
+        for count, server in servers.items():
+            server.start(directory)
             wait_ready(server, 120.0)
-            pages = [answered(server, slug) for slug in slugs]
-            pids = serving_pids(server)
-            idle(pids)  # every worker started (the first ready answers /readyz alone)
+            pages[count] = [answered(server, slug) for slug in slugs]
+            idle(serving_pids(server))  # every worker started (the first answers /readyz alone)
             wrk.run(server.port, lines, 1, 32)  # warm up every worker
             server.wait_idle()
-            runs: dict[bool, list[dict[str, float]]] = {True: [], False: []}
-            for round_ in range(args.rounds):
-                for bodies in (True, False) if round_ % 2 == 0 else (False, True):
-                    run = wrk_run(pids, server.port, lines, args.seconds, bodies=bodies)
-                    runs[bodies].append(run)
-                    server.wait_idle()
-                    print(f"  workers {code.name} {count} {bodies=}: {run}", file=sys.stderr)
-            if [answered(server, slug) for slug in slugs] != pages:
+        runs: dict[str, list[dict[str, float]]] = {}
+        steps = [(count, bodies) for count in servers for bodies in (True, False)]
+        for round_ in range(args.rounds):
+            for count, bodies in rotated(steps, round_):
+                server = servers[count]
+                run = wrk_run(serving_pids(server), server.port, lines, args.seconds, bodies=bodies)
+                runs.setdefault(f"{count}{'' if bodies else ' statuses'}", []).append(run)
+                server.wait_idle()
+                print(f"  workers {code.name} {count} {bodies=}: {run}", file=sys.stderr)
+        for count, server in servers.items():
+            if [answered(server, slug) for slug in slugs] != pages[count]:
                 raise RuntimeError(f"{server.name}: a model page changed during the runs")
-            measured[str(count)] = medians(runs[True])
-            measured[f"{count} statuses"] = medians(runs[False])
-        finally:
+    finally:
+        for server in servers.values():
             server.stop()
+    measured: dict[str, Any] = {name: medians(each) for name, each in runs.items()}
+    for suffix in ("", " statuses"):  # each round's two over one, their median
+        ratios = [
+            two["rate"] / one["rate"]
+            for one, two in zip(runs[f"1{suffix}"], runs[f"2{suffix}"], strict=True)
+        ]
+        measured[f"2{suffix}"]["ratios"] = sorted(ratios)
     return measured
 
 
@@ -301,7 +311,8 @@ def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace
         lines += ready_table(codes, args.k)
     if "workers" in args.parts:
         lines += [
-            "| cold model page | wrk reads | 1 worker req/s | 2 workers req/s | 2 / 1 "
+            "| cold model page | wrk reads | 1 worker req/s | 2 workers req/s "
+            "| 2 / 1, median of the rounds' (range) "
             "| servers' CPU, cores (1 / 2) | busiest worker's share (2) "
             "| wrk's CPU, cores (1 / 2) |",
             "|---|---|---:|---:|---:|---|---:|---|",
@@ -310,9 +321,10 @@ def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace
             for reads, suffix in (("every answer", ""), ("statuses", " statuses")):
                 one = code.results["workers"][f"1{suffix}"]
                 two = code.results["workers"][f"2{suffix}"]
+                ratios = two["ratios"]
                 lines.append(
                     f"| {code.name} | {reads} | {one['rate']:,.0f} | {two['rate']:,.0f} "
-                    f"| **{two['rate'] / one['rate']:.2f}** "
+                    f"| **{median(ratios):.2f}** ({ratios[0]:.2f}-{ratios[-1]:.2f}) "
                     f"| {one['server_cores']:.2f} / {two['server_cores']:.2f} "
                     f"| {two['busiest_share']:.2f} "
                     f"| {one['wrk_cores']:.2f} / {two['wrk_cores']:.2f} |"
