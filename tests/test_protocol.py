@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import re
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -126,6 +127,65 @@ async def test_accept_encoding_sent_as_several_fields_is_read_whole(synthetic_db
         response = await client.post("/graphql", json={"query": GPUS}, headers=split)
     assert (response.headers["content-encoding"], response.json()) == ("br", GPUS_ANSWER)
     assert [choose(b"gzip;q=0.5"), choose(b"identity")] == [b"gzip", None]
+
+
+# Generated list-valued headers: media ranges (and codings) that negotiation reads, with
+# q-values, cut into fields at commas chosen at random.
+MEDIA_RANGES = [JSON, GQL, "text/event-stream", "*/*", "application/*", "text/html", "image/png"]
+CODINGS = ["gzip", "br", "identity", "*", "deflate", "zstd"]
+Q_VALUES = ["", ";q=0", ";q=0.1", ";q=0.5", ";q=0.9", ";q=1"]
+
+
+def generated_fields(items: list[str], seed: int, count: int) -> list[tuple[str, list[str]]]:
+    """`count` header values of 1-5 of `items` with q-values, each with its fields: the value
+    cut at 0 or more of its commas."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        ranges = [rng.choice(items) + rng.choice(Q_VALUES) for _ in range(rng.randint(1, 5))]
+        cuts = sorted(rng.sample(range(1, len(ranges)), rng.randint(0, len(ranges) - 1)))
+        fields = [
+            ", ".join(ranges[a:b]) for a, b in zip([0, *cuts], [*cuts, len(ranges)], strict=True)
+        ]
+        cases.append((", ".join(ranges), fields))
+    return cases
+
+
+def answered(response: httpx.Response) -> tuple[int, str | None, str | None, bytes]:
+    headers = response.headers
+    return (
+        response.status_code,
+        headers.get("content-type"),
+        headers.get("content-encoding"),
+        response.content,
+    )
+
+
+async def test_accept_cut_into_fields_anywhere_is_read_as_the_whole(synthetic_db, settings):
+    """The handler's media type, the edge's refusal (past the URL's cap) and the choice of an
+    event stream, for Accept values cut into fields: as for the value whole."""
+    async with app_client(settings, max_url_bytes=100) as (_, client):
+        for whole, fields in generated_fields(MEDIA_RANGES, seed=5, count=60):
+            asked = []
+            for headers in ([("accept", whole)], [("accept", field) for field in fields]):
+                posted = await client.post("/graphql", json={"query": GPUS}, headers=headers)
+                long = await client.get(
+                    "/graphql", params={"query": GPUS + " " * 100}, headers=headers
+                )
+                asked.append((answered(posted), answered(long)))
+            assert asked[1] == asked[0], (whole, fields)
+
+
+async def test_accept_encoding_cut_into_fields_anywhere_is_read_as_the_whole(
+    synthetic_db, settings
+):
+    async with app_client(settings, compress_min_bytes=0) as (_, client):
+        for whole, fields in generated_fields(CODINGS, seed=7, count=60):
+            asked = []
+            for headers in ([("accept-encoding", whole)], [("accept-encoding", f) for f in fields]):
+                posted = await client.post("/graphql", json={"query": GPUS}, headers=headers)
+                asked.append(answered(posted))
+            assert asked[1] == asked[0], (whole, fields)
 
 
 @pytest.mark.parametrize(
