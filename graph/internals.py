@@ -289,6 +289,10 @@ class HttpToolsReader(HttpToolsProtocol):
         """How many connections the process's server holds open (this one included)."""
         return len(self.connections)
 
+    def forget(self) -> None:
+        """This connection no longer counted among the server's open ones."""
+        self.connections.discard(self)
+
     def reading_paused(self) -> bool:
         """Whether uvicorn stopped reading the socket (the app is not taking the body yet, or
         a pipelined request waits): the client is not the one waiting then."""

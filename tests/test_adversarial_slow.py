@@ -4,18 +4,25 @@ that keeps coming is not, and a process past its open connections refuses the ne
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from graphql import get_introspection_query
+from uvicorn.config import Config
+from uvicorn.server import ServerState
 
 from bench.databases import database
+from graph.server.edge import BoundedHttp, HeadLimits
+from graph.settings import Settings
 from tests.conftest import BACKENDS, POSTGRES_URL
 from tests.live import serving, wait_until
 
@@ -207,6 +214,83 @@ def test_a_body_still_coming_at_the_time_limit_ends_its_connection(
     assert (status, code, ended) == (504, "REQUEST_TIMEOUT", "closed")
 
 
+def statuses(data: bytes) -> list[int]:
+    """The statuses of the whole responses in `data`, in order (each body read by its
+    Content-Length; a response not yet whole ends the list)."""
+    found = []
+    while b"\r\n\r\n" in data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        fields = dict(line.lower().split(b": ", 1) for line in lines[1:])
+        size = int(fields[b"content-length"])
+        if len(rest) < size:
+            break
+        found.append(int(lines[0].split()[1]))
+        data = rest[size:]
+    return found
+
+
+def read_answers(sock: socket.socket, count: int) -> list[int]:
+    """The statuses of the next `count` responses on a kept-alive connection."""
+    data = b""
+    while len(found := statuses(data)) < count:
+        data += sock.recv(65536)
+    return found
+
+
+# Requests refused in their head, each after requests pipelined before it (sent in the same
+# write): the answers to those come first, in order, then the refusal, then the close.
+LIMITS = Settings()
+REFUSED_HEADS = [
+    ("URL past its limit", b"GET /" + b"u" * LIMITS.max_url_bytes + b" HTTP/1.1\r\n\r\n", 414),
+    (
+        "header fields past their bytes",
+        b"GET /healthz HTTP/1.1\r\nX-Big: " + b"b" * LIMITS.max_header_bytes + b"\r\n\r\n",
+        431,
+    ),
+    ("not HTTP", b"GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n", 400),
+]
+
+
+@pytest.mark.parametrize("before", [1, 7, 60])
+@pytest.mark.parametrize(
+    ("name", "refused", "status"), REFUSED_HEADS, ids=[name for name, _, _ in REFUSED_HEADS]
+)
+def test_a_refusal_after_pipelined_requests_follows_their_answers(
+    served, before, name, refused, status
+) -> None:
+    with connect(served) as sock:
+        sock.sendall(GET * before + refused)
+        answered = statuses(read_to_close(sock))
+    assert answered == [200] * before + [status]
+    assert [line for line in served.log.read_text().splitlines() if '"error"' in line] == []
+
+
+@pytest.mark.parametrize("cut", [1, 20, len(GET) - 1])
+def test_pipelined_requests_past_the_head_limit_together_are_each_answered(served, cut) -> None:
+    """Requests read whole are not counted in the head being read after them: a read of
+    more bytes than a head may hold, the last request's head cut in it, is not refused."""
+    many = -(-(LIMITS.max_url_bytes + LIMITS.max_header_bytes) // len(GET)) * 3
+    with connect(served) as sock:
+        sock.sendall(GET * many + GET[:cut])
+        time.sleep(TIMEOUT / 4)
+        sock.sendall(GET[cut:])
+        answered = read_answers(sock, many + 1)
+    assert answered == [200] * (many + 1)
+
+
+@pytest.mark.parametrize("sent_first", [1, len(BODY) // 2, len(BODY) - 1])
+def test_a_pipelined_request_whose_body_is_still_coming_is_answered(served, sent_first) -> None:
+    """A request answered while the one pipelined after it still sends its body: the
+    second is read whole and answered, not given up with the first."""
+    with connect(served) as sock:
+        sock.sendall(GET + POST + BODY[:sent_first])
+        time.sleep(TIMEOUT / 2)
+        sock.sendall(BODY[sent_first:])
+        answered = read_answers(sock, 2)
+    assert answered == [200, 200]
+
+
 INTROSPECTION = json.dumps({"query": get_introspection_query(descriptions=True)}).encode()
 ASKED = (
     b"POST /graphql HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
@@ -269,3 +353,102 @@ def test_past_max_connections_a_connection_is_refused_503(crowded, more) -> None
     # The held ones closed, a connection is served again (once the refused ones have gone).
     healthz = f"http://127.0.0.1:{crowded}/healthz"
     assert wait_until(lambda: httpx.get(healthz).status_code == 200, GUARD, "a connection")
+
+
+# --- In process: BoundedHttp on 127.0.0.1 with a small app, its state looked at --------------
+
+
+async def sized(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An app answering GET /N with N bytes."""
+    if scope["type"] != "http":
+        return
+    size = int(scope["path"][1:])
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-length", b"%d" % size)],
+        }
+    )
+    await send({"type": "http.response.body", "body": b"x" * size})
+
+
+@dataclass
+class Wire:
+    port: int
+    state: ServerState
+    protocols: list[BoundedHttp]
+
+
+@contextlib.asynccontextmanager
+async def wire(monkeypatch: pytest.MonkeyPatch, **limits: Any) -> AsyncIterator[Wire]:
+    """BoundedHttp serving `sized` on 127.0.0.1 in this loop, with these class limits."""
+    monkeypatch.setattr(BoundedHttp, "limits", HeadLimits(Settings()))
+    for name, value in limits.items():
+        monkeypatch.setattr(BoundedHttp, name, value)
+    config = Config(app=sized, log_level="warning")
+    config.load()
+    loop = asyncio.get_running_loop()
+    made = Wire(0, ServerState(), [])
+
+    def protocol() -> BoundedHttp:
+        made.protocols.append(
+            BoundedHttp(config=config, server_state=made.state, app_state={}, _loop=loop)
+        )
+        return made.protocols[-1]
+
+    server = await loop.create_server(protocol, "127.0.0.1", 0)
+    made.port = server.sockets[0].getsockname()[1]
+    try:
+        yield made
+    finally:
+        server.close()
+        for each in made.protocols:
+            each.transport.abort()
+
+
+async def until(condition: Any, seconds: float, what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {seconds} s: {what}"
+        await asyncio.sleep(0.01)
+
+
+async def asked_unread(made: Wire, size: int) -> tuple[socket.socket, BoundedHttp]:
+    """GET /size from a client that reads nothing (a 4 KB receive buffer), once answered."""
+    known = len(made.protocols)
+    sock = reader(made.port)
+    sock.sendall(b"GET /%d HTTP/1.1\r\nHost: t\r\n\r\n" % size)
+    await until(lambda: len(made.protocols) > known, GUARD, "the connection")
+    protocol = made.protocols[-1]
+    await until(lambda: protocol.cycle and protocol.cycle.response_complete, GUARD, "the answer")
+    return sock, protocol
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tail", [1, 10_000, 40_000])
+async def test_an_unread_answer_tail_below_the_buffer_mark_is_dropped(monkeypatch, tail) -> None:
+    """The rest of an answer the kernel does not take, too small to pause writing (and
+    uvicorn's close waits for it): the client reading none of it is dropped within the
+    client timeout, as one with more unread is."""
+    async with wire(monkeypatch, client_timeout=0.2) as made:
+        sock, probe = await asked_unread(made, 8_000_000)  # what the kernel takes
+        taken = 8_000_000 - probe.transport.get_write_buffer_size()
+        sock.close()
+        sock, protocol = await asked_unread(made, taken + tail)
+        with sock:
+            unsent = protocol.transport.get_write_buffer_size()
+            assert 0 < unsent < 65_536 and not protocol.flow.write_paused, unsent
+            await until(lambda: protocol not in made.state.connections, GUARD, "the drop")
+
+
+@pytest.mark.anyio
+async def test_a_refused_connection_is_not_counted_while_it_lingers(monkeypatch) -> None:
+    """Past max_connections, the refused connection (its client still connected, the server
+    reading and dropping what it sends for a while) takes no open connection's place."""
+    async with wire(monkeypatch, max_connections=1) as made:
+        with connect(made.port) as served, connect(made.port) as refused:
+            served.sendall(b"GET /2 HTTP/1.1\r\nHost: t\r\n\r\n")
+            answers = [await asyncio.to_thread(read_one_answer, sock) for sock in (served, refused)]
+            assert [answer.split(b" ", 2)[1] for answer in answers] == [b"200", b"503"]
+            assert made.state.connections == {made.protocols[0]}

@@ -535,6 +535,8 @@ class BoundedHttp(HttpToolsReader):
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
         self._dropped = 0
         self._dropping = False  # answered before its request's body came whole
+        self._began = False  # a request's head began in the bytes being fed
+        self._refusing = False  # a refusal waits for the answers before it
         # One timer while the answers written wait for the client (writing paused), and how
         # much of them was still to be sent when it was set.
         self._unread: asyncio.TimerHandle | None = None
@@ -557,6 +559,7 @@ class BoundedHttp(HttpToolsReader):
         if self.open_connections() > self.max_connections:
             self.refusal = Past(503, Code.OVERLOADED, CONNECTIONS_MESSAGE)
             self.logger.info("refused a connection: %d open already", self.max_connections)
+            self.forget()  # while it lingers, it takes no open connection's place
             self.answer_and_close()
             return
         self._wait()
@@ -569,23 +572,30 @@ class BoundedHttp(HttpToolsReader):
 
     def pause_writing(self) -> None:
         super().pause_writing()
-        if self._unread is None:  # what is still to be sent, timed while the client reads
-            self._left = self.transport.get_write_buffer_size()
-            self._unread = self.loop.call_later(self.client_timeout, self._not_reading)
+        if self._unread is None:
+            self._time_unread()
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        if self._unread is not None:
+        if self._unread is not None:  # the client read: timed again from here
             self._unread.cancel()
-            self._unread = None
+        self._time_unread()
+
+    def _time_unread(self) -> None:
+        """What is written and not yet taken by the client, timed from now (nothing when all
+        of it is taken): writing paused, or a response complete with some of it unsent (below
+        the buffer's high-water mark writing never pauses, and uvicorn's close waits for it)."""
+        self._left = self.transport.get_write_buffer_size()
+        self._unread = (
+            self.loop.call_later(self.client_timeout, self._not_reading) if self._left else None
+        )
 
     def _not_reading(self) -> None:
         """The answers written wait for the client: while it reads some within each client
         timeout it is timed again; else it is dropped, with what it left unread."""
         left = self.transport.get_write_buffer_size()
         if left < self._left:
-            self._left = left
-            self._unread = self.loop.call_later(self.client_timeout, self._not_reading)
+            self._time_unread()
             return
         self._unread = None
         self.logger.info("closed a connection whose client stopped reading its answers")
@@ -630,12 +640,16 @@ class BoundedHttp(HttpToolsReader):
             if self._dropped > LINGER_BYTES:
                 self.transport.close()
             return
+        self._began = False
         if not self.feed(data):  # a client's doing: one line at INFO, as refusals are
             self.logger.info("refused a request it could not read: %s", self._reason())
             self.answer_and_close()
             return
         if self.refusal is None and self._reading_head:
-            self._head_bytes += len(data)
+            # The head's bytes so far: where it began in these bytes (after requests read
+            # whole, pipelined), what the parser has read of it; the bytes after, in full.
+            began = self._url_bytes + self._header_bytes
+            self._head_bytes = began if self._began else self._head_bytes + len(data)
             if self._head_bytes > self.max_head:  # a line or a field still being read
                 past = self.head.url(self._url_bytes) or self.head.header_bytes(self._head_bytes)
                 self.refusal = past
@@ -659,6 +673,7 @@ class BoundedHttp(HttpToolsReader):
         if self._waiting is None:  # (the first request's timer runs from the connection's start)
             self._wait()
         self._head_bytes = self._url_bytes = self._header_bytes = self._fields = 0
+        self._began = True
 
     def on_url(self, url: bytes) -> None:
         self._url_bytes += len(url)
@@ -686,11 +701,15 @@ class BoundedHttp(HttpToolsReader):
 
     def answer_and_close(self) -> None:
         """The answer to a request httptools cannot read (or one past the limits), as JSON
-        with a code; the connection is closed after it."""
+        with a code; the connection is closed after it. The answers to requests before it
+        (pipelined) go first: it is written once the last of them is complete."""
         if self.refusal is None:
             self.refusal = Past(
                 400, Code.BAD_REQUEST, "The request is not a valid HTTP/1.1 request."
             )
+        self._refusing = not self.answerable(self._reading_body)
+        if self._refusing:
+            return  # (on_response_complete writes it)
         status, code, message = self.refusal
         body = error_body(message, code)
         head = [self.status_line(status)]
@@ -709,9 +728,14 @@ class BoundedHttp(HttpToolsReader):
         self._close_lingering()
 
     def on_response_complete(self) -> None:
-        given_up = self._reading_body  # answered before its body came whole
+        # Answered before its body came whole (not a request pipelined after it).
+        given_up = self._reading_body and self.answering is self.cycle
         super().on_response_complete()
-        if given_up and not self.transport.is_closing():
+        if self._unread is None:
+            self._time_unread()
+        if self._refusing and not self.transport.is_closing():
+            self.answer_and_close()  # once the last request before it is answered
+        elif given_up and not self.transport.is_closing():
             # (its time limit passed, or it was refused): the rest of it is not wanted, and
             # a client still sending it would hold the connection for as long as it sends
             self._dropping = True
