@@ -188,6 +188,12 @@ class Tuning(BaseModel):
         ge=0,
         description="Smallest answer compressed (brotli or gzip) for a client that accepts it",
     )
+    replay: bool = Field(
+        True,
+        description="Answer a request the same, byte for byte, as one answered from the "
+        "response cache with the same response at once, from `leadgreen serve`'s protocol "
+        "(a new request id, its log line and metrics; never with rate limiting or tracing)",
+    )
 
 
 # Settings there were once: each is refused by name, so that no deployment's value of one is

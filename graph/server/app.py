@@ -37,7 +37,7 @@ from graph.schema.memory import Catalogs
 from graph.server import execute as run
 from graph.server.documents import document_routes
 from graph.server.documents import rehearse as rehearsal
-from graph.server.edge import Edge
+from graph.server.edge import Edge, RequestIds
 from graph.server.exports import export_routes
 from graph.server.graphiql import GraphiQL
 from graph.server.handler import Execute, GraphQLHandler
@@ -51,6 +51,7 @@ from graph.server.observability import (
 from graph.server.protocol import Reader, negotiate
 from graph.server.ratelimit import RateLimiter, believed_proxies
 from graph.server.release import ReleaseWatcher, read_current
+from graph.server.replay import Replays
 from graph.server.response_cache import (
     REDIS_TTL_SECONDS,
     PersistedQueries,
@@ -121,6 +122,8 @@ def create_app(
 
     def changed() -> None:
         cache.forget_local()
+        if replays is not None:
+            replays.forget()
         releases.served(release.known)
 
     release = ReleaseWatcher(
@@ -130,6 +133,16 @@ def create_app(
         prepare=lambda current: catalogs.prepare(make_session, current.release),
     )
     limiter = RateLimiter(settings, redis) if settings.rate_limit else None
+    metrics = Metrics(release) if settings.metrics else None
+    tracing = make_tracing(settings)
+    level = logging.getLevelNamesMapping().get(settings.log_level.upper(), logging.INFO)
+    request_log = RequestLog(level, metrics=metrics)  # each request's line feeds the metrics
+    ids = RequestIds()
+    replays = (
+        Replays(cache, release, request_log, ids, budget.replays)
+        if settings.replay and settings.cache != "off" and limiter is None and tracing is None
+        else None
+    )
     graphql = GraphQLHandler(
         settings,
         execute=execute
@@ -146,16 +159,13 @@ def create_app(
         reader=Reader(budget.requests),
         limiter=limiter,
         graphiql=graphiql,
+        replays=replays,
     )
-    metrics = Metrics(release) if settings.metrics else None
     runner = Runner(schema, settings, make_session, catalogs, limiter, releases, Streams(metrics))
     streams = Sse(runner, Reader(budget.requests), settings)
     single = SingleConnection(runner, streams, settings)
-    tracing = make_tracing(settings)
     if tracing is not None:
         tracing.instrument(engine)
-    level = logging.getLevelNamesMapping().get(settings.log_level.upper(), logging.INFO)
-    request_log = RequestLog(level, metrics=metrics)  # each request's line feeds the metrics
     if metrics is not None:
         metrics.pending = request_log.flush
     quiet_expected_errors()
@@ -262,12 +272,14 @@ def create_app(
                 metrics=metrics,
                 tracing=tracing,
                 graphql_app=graphql_http,
+                ids=ids,
             ),
         ],
         exception_handlers={HTTPException: http_error},
         lifespan=lifespan,
     )
     app.state.graphql, app.state.schema = graphql, schema
+    app.replays = replays
     app.state.releases, app.state.subscriptions = releases, runner.bounds
     app.state.reservations = single
     app.state.request_log, app.state.metrics, app.state.tracing = request_log, metrics, tracing
@@ -280,6 +292,9 @@ class App(Starlette):
     answers whatever fails as JSON with a code and logs it, so Starlette's would only wrap each
     response's `send` to learn whether it started (a tenth of a cached answer's CPU in the
     app). What fails outside the edge (a middleware added before it) uvicorn answers 500."""
+
+    # Cached answers `leadgreen serve`'s protocol sends again itself (graph/server/replay.py).
+    replays: Replays | None = None
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()

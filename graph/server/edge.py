@@ -70,8 +70,8 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, cast
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -89,11 +89,15 @@ from graph.server.observability import (
     route_of,
 )
 from graph.server.protocol import error_body, media_of
+from graph.server.replay import MAX_BODY_BYTES
 from graph.server.responses import SECURITY_HEADERS, error_response, uncached
 from graph.settings import Settings
 
 if TYPE_CHECKING:
+    from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
     from graph.server.observability import Tracing
+    from graph.server.replay import Replays
 
 log = logging.getLogger("leadgreen")
 Headers = tuple[Header, ...]
@@ -120,6 +124,7 @@ class Edge:
         tracing: Tracing | None = None,
         graphql: str = "/graphql",
         graphql_app: ASGIApp | None = None,
+        ids: RequestIds | None = None,
     ) -> None:
         self.app, self.graphql = app, graphql
         # /graphql's handler, called at once: its requests skip Starlette's routing and
@@ -130,7 +135,7 @@ class Edge:
         self.database_seconds = self.timeout * DATABASE_SHARE
         self.deadlines = Deadlines(self.timeout)
         self.log, self.metrics, self.tracing = log, metrics, tracing
-        self.ids = RequestIds()
+        self.ids = ids or RequestIds()  # (shared with graph/server/replay.py's Replays)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -547,6 +552,10 @@ class BoundedHttp(HttpToolsReader):
         self._waiting: asyncio.TimerHandle | None = None
         self._heard = 0.0  # when the head began, or the body's last chunk came
         self._between = False
+        # Answers from the response cache sent again at once (graph/server/replay.py), and a
+        # request that may be one of them, held until its body is whole.
+        self.replays: Replays | None = getattr(self.app, "replays", None)
+        self._held: tuple[RequestResponseCycle, Any] | None = None
 
     def shutdown(self) -> None:
         """uvicorn stops: this connection's graceful end, and the event streams' (a stream of
@@ -698,6 +707,46 @@ class BoundedHttp(HttpToolsReader):
     def on_message_complete(self) -> None:
         self._reading_body, self._between = False, True
         super().on_message_complete()
+        held = self._held
+        if held is not None and held[0] is self.cycle:
+            self._held = None
+            if not self._replayed(held[0]):
+                super()._start_asgi_task(*held)
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        # A request whose head was just read, which may be answered again from what was sent
+        # (a small body at most; no 100-continue, which the app's read of the body would
+        # send): it waits for its body, and then is either replayed or started.
+        if (
+            self.replays is not None
+            and len(self.replays)
+            and cycle.more_body
+            and cycle.scope["method"] in ("GET", "POST")
+            and not cycle.waiting_for_100_continue
+            and _small_body(cycle.scope["headers"])
+        ):
+            self._held = (cycle, app)
+            return
+        super()._start_asgi_task(cycle, app)
+
+    def _replayed(self, cycle: RequestResponseCycle) -> bool:
+        """Whether the request was answered as one before it (graph/server/replay.py): only
+        when its answer can be written now and the connection kept."""
+        if self.replays is None or not cycle.keep_alive or self.flow.write_paused:
+            return False
+        opening = [self.status_line(200)]
+        for name, value in self.server_state.default_headers:
+            opening += [name, b": ", value, b"\r\n"]
+        scope = cast(Scope, cycle.scope)
+        found = self.replays.answer(scope, bytes(cycle.body), b"".join(opening))
+        if found is None:
+            return False
+        self.answering = cycle
+        cycle.response_started = cycle.response_complete = True
+        self.transport.write(found[0])
+        self.transport.write(found[1])
+        self.on_response_complete()
+        return True
 
     def answer_and_close(self) -> None:
         """The answer to a request httptools cannot read (or one past the limits), as JSON
@@ -751,6 +800,18 @@ class BoundedHttp(HttpToolsReader):
             self.loop.call_later(LINGER_SECONDS, self.transport.close)
         else:
             self.transport.close()
+
+
+def _small_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's body is at most MAX_BODY_BYTES, by its Content-Length (none: no
+    body); not when it comes in chunks."""
+    small = True
+    for name, value in headers:
+        if name == b"content-length":
+            small = value.isdigit() and int(value) <= MAX_BODY_BYTES
+        elif name == b"transfer-encoding":
+            return False
+    return small
 
 
 def uvicorn_settings(settings: Settings) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from starlette.types import Receive, Scope, Send
 from strawberry.types import ExecutionResult
@@ -22,8 +22,9 @@ from db.tables import ReleaseRow
 from graph.engine.prepared import CLIENT
 from graph.errors import OVERLOADED_MESSAGE, UNAVAILABLE_MESSAGE, Code, database_fault
 from graph.server import execute as run
+from graph.server.edge import ASKED_HEAD
 from graph.server.execute import RETRY_SOON, Produced
-from graph.server.observability import name_operation, noted
+from graph.server.observability import NOTE, name_operation, noted
 from graph.server.protocol import (
     AS_JSON,
     Batch,
@@ -39,8 +40,11 @@ from graph.server.protocol import (
 from graph.server.ratelimit import RateLimiter, identify, stamp
 from graph.server.release import Current, ReleaseWatcher
 from graph.server.response_cache import PersistedQueries, ResponseCache
-from graph.server.responses import Answer, Coding, Responder, choose, uncached
+from graph.server.responses import Answer, Coding, Headers, Responder, choose, uncached
 from graph.settings import Settings
+
+if TYPE_CHECKING:
+    from graph.server.replay import Replays
 
 log = logging.getLogger("leadgreen")
 # HEAD: graph/server/edge.py; PUT and DELETE: graph/server/subscriptions.py (single connection
@@ -68,6 +72,8 @@ OVERLOADED = Refusal(503, OVERLOADED_MESSAGE, Code.OVERLOADED, RETRY_SOON)
 # A shared execution's outcome, for the requests that joined it: its answer, the exception it
 # raised, or None when it was cancelled (each of them then produces its own).
 Outcome = Produced | Exception | None
+# An answer sent from the response cache: its key there, its release's token, its headers.
+FromCache = tuple[bytes, bytes, Headers]
 
 
 class GraphQLHandler:
@@ -82,10 +88,13 @@ class GraphQLHandler:
         reader: Reader,
         limiter: RateLimiter | None = None,
         graphiql: Page | None = None,
+        replays: Replays | None = None,
     ) -> None:
         self.settings, self.execute = settings, execute
         self.cache, self.release, self.persisted = cache, release, persisted
         self.reader, self.limiter, self.graphiql = reader, limiter, graphiql
+        # What the cache's answers said, sent again by the protocol (graph/server/replay.py)
+        self.replays = replays
         self.respond = Responder(settings.http_max_age, settings.compress_min_bytes)
         self.caching = settings.cache != "off"
         # Requests being answered now: admission control (past `max_in_flight`, OVERLOADED).
@@ -95,7 +104,7 @@ class GraphQLHandler:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope["method"]
-        content_type = accept = accept_encoding = if_none_match = api_key = b""
+        content_type = accept = accept_encoding = if_none_match = api_key = body = b""
         length: bytes | None = None
         for name, value in scope["headers"]:
             if name == b"content-type":
@@ -152,7 +161,12 @@ class GraphQLHandler:
                 await self.batch(request, media, client, send)
                 return
             coding = choose(accept_encoding)
-            await self.answer(request, method == "GET", if_none_match, coding, media, client, send)
+            get = method == "GET"
+            sent = await self.answer(request, get, if_none_match, coding, media, client, send)
+            if sent is not None and self.replays is not None and ASKED_HEAD not in scope:
+                note = NOTE.get(None)
+                if note is not None:
+                    self.replays.keep(scope, body, *sent, note)
         except Refusal as refusal:
             status, body = refusal.answer(media)
             await uncached(send, status, body, media.content_type, refusal.headers)
@@ -169,7 +183,8 @@ class GraphQLHandler:
         media: Media,
         client: str,
         send: Send,
-    ) -> None:
+    ) -> FromCache | None:
+        """Answer; what was sent when it is a 200 from the response cache."""
         query = await (  # a key's tier may run only its registered documents
             self.persisted.resolve(request)
             if self.limiter is None
@@ -199,7 +214,7 @@ class GraphQLHandler:
                     media.content_type,
                     produced.headers,
                 )
-                return
+                return None
             answer = produced.answer
             if produced.throttle is not None and not joined:
                 unpaid = False  # a GET answer is public: no client's throttle status in it
@@ -207,10 +222,10 @@ class GraphQLHandler:
         if unpaid:
             charged = await self.charge(answer, client, media, send)
             if charged is None:
-                return
+                return None
             if not get:
                 answer = charged
-        await self.respond.answer(
+        headers = await self.respond.answer(
             send,
             answer,
             etag=b'W/"%s"' % key if get and key is not None else None,
@@ -219,6 +234,9 @@ class GraphQLHandler:
             cache=b"HIT" if hit else b"MISS",
             content_type=media.content_type,
         )
+        if hit and headers is not None and key is not None and current is not None:
+            return key, current.token, headers
+        return None
 
     async def charge(self, answer: Answer, client: str, media: Media, send: Send) -> Answer | None:
         """A stored answer charged to the client (its actual cost), with the client's throttle

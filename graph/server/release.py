@@ -74,7 +74,7 @@ class ReleaseWatcher:
         """The release to answer from. While the database is away, the one last read: the
         answers cached for it are still served (and the catalog in memory answers what it
         can) while a reading in the background finds when it is back."""
-        if self.clock() - self._read_at < self.poll_seconds:
+        if self._read_lately():
             return self._current
         if self.failing and self._current is not None:
             self._retry()
@@ -92,6 +92,15 @@ class ReleaseWatcher:
                 )
             self.failing = True
             return self._current
+
+    @property
+    def fresh(self) -> Current | None:
+        """The release last read when that was within `poll_seconds` (what `current` answers
+        at once); None when it is older, or none was read."""
+        return self._current if self._read_lately() else None
+
+    def _read_lately(self) -> bool:
+        return self.clock() - self._read_at < self.poll_seconds
 
     @property
     def known(self) -> Current | None:

@@ -30,6 +30,9 @@ MAX_ANSWERS = 10_000
 
 class ResponseCache(Protocol):
     async def get(self, key: bytes) -> Answer | None: ...
+    def lookup(self, key: bytes) -> Answer | None:
+        """The answer this process holds (nothing is asked of Redis)."""
+
     async def put(self, key: bytes, answer: Answer) -> None: ...
     def forget_local(self) -> None:
         """Drop what this process holds (its answers belong to a release no longer served)."""
@@ -95,6 +98,9 @@ class RedisCache:
         self.local.store(key, answer)
         return answer
 
+    def lookup(self, key: bytes) -> Answer | None:
+        return self.local.lookup(key)
+
     async def put(self, key: bytes, answer: Answer) -> None:
         self.local.store(key, answer)
         try:
@@ -108,6 +114,9 @@ class RedisCache:
 
 class NoCache:
     async def get(self, key: bytes) -> Answer | None:
+        return None
+
+    def lookup(self, key: bytes) -> Answer | None:
         return None
 
     async def put(self, key: bytes, answer: Answer) -> None:

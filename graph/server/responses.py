@@ -102,8 +102,10 @@ class Responder:
         coding: Coding,
         cache: bytes,
         content_type: tuple[bytes, bytes],
-    ) -> None:
-        """A successful answer; with an ETag (GET) it is cacheable and may be a 304."""
+    ) -> Headers | None:
+        """A successful answer; with an ETag (GET) it is cacheable and may be a 304. The headers
+        of a 200 as sent (the request's own included: graph/server/replay.py keeps them); None
+        for a 304."""
         headers: Headers = [(b"x-cache", cache)]
         body = answer.body
         note = NOTE.get(None)
@@ -117,12 +119,13 @@ class Responder:
             headers.append(VARY_LARGE)
         if etag is not None and if_none_match and etag_matches(if_none_match, etag):
             await send_response(send, 304, headers)
-            return
+            return None
         if large and coding is not None:
             body = answer.encoded(coding)
             headers.append((b"content-encoding", coding))
         headers += [content_type, (b"content-length", b"%d" % len(body))]
         await send_response(send, 200, headers, body)
+        return headers
 
 
 # --- Content codings ------------------------------------------------------------------------
