@@ -734,11 +734,8 @@ class BoundedHttp(HttpToolsReader):
         when its answer can be written now and the connection kept."""
         if self.replays is None or not cycle.keep_alive or self.flow.write_paused:
             return False
-        opening = [self.status_line(200)]
-        for name, value in self.server_state.default_headers:
-            opening += [name, b": ", value, b"\r\n"]
         scope = cast(Scope, cycle.scope)
-        found = self.replays.answer(scope, bytes(cycle.body), b"".join(opening))
+        found = self.replays.answer(scope, bytes(cycle.body), b"".join(self._opening(200)))
         if found is None:
             return False
         self.answering = cycle
@@ -747,6 +744,13 @@ class BoundedHttp(HttpToolsReader):
         self.transport.write(found[1])
         self.on_response_complete()
         return True
+
+    def _opening(self, status: int) -> list[bytes]:
+        """A response's status line and the server's own headers, as uvicorn writes them."""
+        opening = [self.status_line(status)]
+        for name, value in self.server_state.default_headers:
+            opening += [name, b": ", value, b"\r\n"]
+        return opening
 
     def answer_and_close(self) -> None:
         """The answer to a request httptools cannot read (or one past the limits), as JSON
@@ -761,9 +765,7 @@ class BoundedHttp(HttpToolsReader):
             return  # (on_response_complete writes it)
         status, code, message = self.refusal
         body = error_body(message, code)
-        head = [self.status_line(status)]
-        for name, value in self.server_state.default_headers:
-            head += [name, b": ", value, b"\r\n"]
+        head = self._opening(status)
         head += [
             b"content-type: application/json\r\n",
             b"cache-control: no-store\r\n",
