@@ -1,11 +1,13 @@
 -- wrk script: sends the requests of a file in turn and counts GraphQL errors sent with status 200.
--- Usage: wrk ... -s bench/graphql.lua URL -- REQUESTS_FILE [statuses]
+-- Usage: wrk ... -s bench/graphql.lua URL -- REQUESTS_FILE [statuses] [traced]
 -- Each line of REQUESTS_FILE is "POST <path> <json body>" or "GET <path>".
 -- done() prints one line: "BENCH {json}" with requests, latency percentiles and error counts.
 -- With "statuses", answers are not read into Lua (no response callback: wrk then parses no
 -- header nor body for the script, about 12 us of its CPU less per 19 KB answer) and only wrk's
 -- own count of statuses of 400 and above is kept ("bodies_checked": false, no GraphQL error
 -- counted).
+-- With "traced", each request carries a traceparent of its own (as a client tracing every call
+-- sends): the same query, never the same request twice.
 
 local threads = {}
 
@@ -14,8 +16,12 @@ function setup(thread)
 end
 
 function init(args)
-  requests, index, graphql_errors, bad_status = {}, 0, 0, 0
-  checking = args[2] ~= "statuses"
+  requests, parts, index, graphql_errors, bad_status = {}, {}, 0, 0, 0
+  local flags = {}
+  for i = 2, #args do
+    flags[args[i]] = true
+  end
+  checking, traced = not flags["statuses"], flags["traced"]
   if not checking then
     response = nil  -- read by wrk after init: no answer is handed to the script
   end
@@ -28,11 +34,18 @@ function init(args)
       body = nil
     end
     table.insert(requests, wrk.format(method, path, headers, body))
+    table.insert(parts, {method, path, headers, body})
   end
 end
 
 function request()
   index = index % #requests + 1
+  if traced then
+    local method, path, headers, body = unpack(parts[index])
+    sent = (sent or 0) + 1
+    headers["traceparent"] = string.format("00-%032d-%016d-01", sent, sent)
+    return wrk.format(method, path, headers, body)
+  end
   return requests[index]
 end
 

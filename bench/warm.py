@@ -18,6 +18,9 @@ the real snapshot and its K-times copy (bench.scale), each code in databases of 
   default request log (info, to its log file) and metrics on, against the Starlette endpoint
   returning the same bytes (bench/baseline.py, same uvicorn): wrk -t1 -c32, interleaved
   rounds; req/s and the server's CPU µs per answer, each as a ratio to the precomputed bytes'.
+- **traced**: the same, each request with a `traceparent` of its own (bench/graphql.lua's
+  "traced"; a client tracing every call): every answer from the cache, none the same request
+  twice (so none is sent again by the protocol, graph/server/replay.py).
 - **ready**: process start to the first 200 of /readyz, the CPU seconds the process had used by
   then, and the first model page asked right after (ms), on the real data and at K: medians of
   `--starts` starts of each, the two codes' starts interleaved (this, before; before, this; ...)
@@ -84,7 +87,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--starts", type=int, default=3, help="starts timed per database")
     parser.add_argument("--quick", action="store_true", help="K = 3, 1 s, one round (CI)")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--parts", default="warm,ready,workers", help="what to measure")
+    parser.add_argument("--parts", default="warm,traced,ready,workers", help="what to measure")
     args = parser.parse_args(argv)
     args.parts = set(args.parts.split(","))
     if args.quick:
@@ -158,12 +161,18 @@ def ready(codes: list[Code], starts: int, directory: Path) -> None:
 
 
 def wrk_run(
-    server_pids: list[int], port: int, lines: Path, seconds: int, *, bodies: bool = True
+    server_pids: list[int],
+    port: int,
+    lines: Path,
+    seconds: int,
+    *,
+    bodies: bool = True,
+    traced: bool = False,
 ) -> dict[str, float]:
     """One wrk run: its result, the servers' and wrk's own CPU seconds per answer."""
     before = [cpu_seconds(p) for p in server_pids]
     client = resource.getrusage(resource.RUSAGE_CHILDREN)
-    run = wrk.run(port, lines, seconds, 32, bodies=bodies)
+    run = wrk.run(port, lines, seconds, 32, bodies=bodies, traced=traced)
     client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     each = [cpu_seconds(p) - b for p, b in zip(server_pids, before, strict=True)]
     used = sum(each)
@@ -208,8 +217,13 @@ def write_lines(directory: Path, name: str, lines: list[str]) -> Path:
     return path
 
 
+WARM = {"warm": "warm model page", "traced": "warm model page, a traceparent each"}
+
+
 def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[str, Any]:
-    """Each code's warm model page against the precomputed bytes, interleaved rounds."""
+    """Each code's warm model page against the precomputed bytes, interleaved rounds: the same
+    request each time ("warm"), and each with a traceparent of its own ("traced")."""
+    shapes = [shape for shape in WARM if shape in args.parts]
     servers = {code.name: serve(code, code.urls["real"]) for code in codes}
     for server in servers.values():
         server.start(directory)
@@ -224,21 +238,28 @@ def warm(codes: list[Code], args: argparse.Namespace, directory: Path) -> dict[s
         servers["precomputed"] = baseline
         baseline.wait_until_answering(post_line(DEFAULT_SLUG))
         lines = write_lines(directory, "warm", [post_line(DEFAULT_SLUG)])
-        runs: dict[str, list[dict[str, float]]] = {name: [] for name in servers}
+        runs: dict[tuple[str, str], list[dict[str, float]]] = {}
         for server in servers.values():
             wrk.run(server.port, lines, 1, 32)  # warm up
             server.wait_idle()
-        names = list(servers)
+        steps = [(shape, name) for shape in shapes for name in servers]
         for round_ in range(args.rounds):
-            for name in rotated(names, round_):
+            for shape, name in rotated(steps, round_):
                 server = servers[name]
-                runs[name].append(wrk_run(serving_pids(server), server.port, lines, args.seconds))
+                run = wrk_run(
+                    serving_pids(server),
+                    server.port,
+                    lines,
+                    args.seconds,
+                    traced=shape == "traced",
+                )
+                runs.setdefault((shape, name), []).append(run)
                 server.wait_idle()
-                print(f"  warm {name}: {runs[name][-1]}", file=sys.stderr)
+                print(f"  {shape} {name}: {run}", file=sys.stderr)
     finally:
         for server in servers.values():
             server.stop()
-    return {name: medians(each) for name, each in runs.items()}
+    return {shape: {name: medians(runs[(shape, name)]) for name in servers} for shape in shapes}
 
 
 def workers(code: Code, args: argparse.Namespace, directory: Path) -> dict[str, Any]:
@@ -293,14 +314,14 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
 def table(codes: list[Code], warm_runs: dict[str, Any], args: argparse.Namespace) -> str:
     """One table per part measured: each code's figures and their ratios."""
     lines: list[str] = []
-    if warm_runs:
-        base = warm_runs["precomputed"]
+    for shape, runs in warm_runs.items():
+        base = runs["precomputed"]
         lines += [
-            "| warm model page | req/s | × precomputed | p99 ms | server CPU µs/answer "
+            f"| {WARM[shape]} | req/s | × precomputed | p99 ms | server CPU µs/answer "
             "| precomputed's CPU / this | wrk's CPU, cores |",
             "|---|---:|---:|---:|---:|---:|---:|",
         ]
-        for name, w in warm_runs.items():
+        for name, w in runs.items():
             lines.append(
                 f"| {name} | {w['rate']:,.0f} | **{w['rate'] / base['rate']:.2f}** "
                 f"| {w['p99_ms']:.2f} | {w['server_us']:.1f} "
@@ -391,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
                     )[0]
             if "ready" in args.parts:
                 ready(codes, args.starts, directory)
-            warm_runs = warm(codes, args, directory) if "warm" in args.parts else {}
+            warm_runs = warm(codes, args, directory) if args.parts & set(WARM) else {}
             for code in codes if "workers" in args.parts else ():
                 code.results["workers"] = workers(code, args, directory)
     print(
@@ -402,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         everything = {"warm": warm_runs, **{code.name: code.results for code in codes}}
         args.json.write_text(json.dumps(everything, indent=1))
-    failed = sum(run["failures"] for run in warm_runs.values())
+    failed = sum(run["failures"] for runs in warm_runs.values() for run in runs.values())
     failed += sum(r["failures"] for c in codes for r in c.results.get("workers", {}).values())
     return 1 if failed else 0
 

@@ -36,15 +36,24 @@ def wrk_binary() -> str | None:
     return shutil.which("wrk")
 
 
-def run(port: int, requests: Path, seconds: int, connections: int, *, bodies: bool = True) -> Run:
+def run(
+    port: int,
+    requests: Path,
+    seconds: int,
+    connections: int,
+    *,
+    bodies: bool = True,
+    traced: bool = False,
+) -> Run:
     """wrk -t1 for `seconds` over `connections`, the lines of `requests` in turn; with
     `bodies=False` the script reads no answer (bench/graphql.lua's "statuses": wrk's own CPU
-    per answer a fraction, for a load generator sharing the server's cores)."""
+    per answer a fraction, for a load generator sharing the server's cores); with `traced`,
+    each request has a traceparent of its own ("traced")."""
     binary = wrk_binary()
     assert binary is not None, f"wrk is not installed; as root: {INSTALL}"
     command = [binary, "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "--timeout", "5s"]
     command += ["-s", str(LUA), f"http://127.0.0.1:{port}", "--", str(requests)]
-    command += [] if bodies else ["statuses"]
+    command += ([] if bodies else ["statuses"]) + (["traced"] if traced else [])
     output = subprocess.run(
         command, check=True, capture_output=True, text=True, timeout=seconds + 30
     ).stdout

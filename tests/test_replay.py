@@ -152,11 +152,11 @@ async def answers(port: int, sent: list[bytes]) -> list[tuple[bytes, bytes]]:
 async def test_a_request_asked_again_gets_the_answer_the_ordinary_way_gives(
     synthetic_db, settings
 ) -> None:
-    """Generated requests, each asked three times in a shuffled order: every answer equals the
-    ordinary path's (replay off) but for its date and request id, and most repeats were sent
-    again by the protocol."""
+    """Generated requests, each asked four times in a shuffled order: every answer equals the
+    ordinary path's (replay off) but for its date and request id, and the repeats after the
+    second answer from the cache were sent again by the protocol."""
     distinct = requests(seed=21, count=40)
-    order = [*distinct, *distinct, *distinct]
+    order = [*distinct, *distinct, *distinct, *distinct]
     random.Random(3).shuffle(order)
     async with serving(settings, replay=False) as ordinary:
         expected = await answers(ordinary.port, order)
@@ -173,6 +173,27 @@ async def test_a_request_asked_again_gets_the_answer_the_ordinary_way_gives(
     assert any(b"content-encoding: br" in head for head, _ in got)
 
 
+async def test_requests_with_a_header_of_their_own_each_keep_nothing(
+    synthetic_db, settings
+) -> None:
+    """The same query, each request with a traceparent of its own (as a traced client sends):
+    every answer from the cache is the same, none is kept nor sent again; the same request
+    asked again after them is."""
+    fields = [("Host", "t"), ("Content-Type", "application/json")]
+    traced = [
+        post(SMALL, {}, [*fields, ("traceparent", f"00-{n:032x}-{n:016x}-01")])
+        for n in range(1, 301)
+    ]
+    async with serving(settings) as served:
+        got = await answers(served.port, traced)
+        assert (served.replayed, len(served.app.replays)) == (0, 0)  # type: ignore[attr-defined]
+        again = await answers(served.port, [traced[0]] * 3)
+        assert (served.replayed, len(served.app.replays)) == (1, 1)  # type: ignore[attr-defined]
+    assert [b"x-cache: HIT" in head for head, _ in got] == [False] + [True] * 299
+    assert {body for _, body in got + again} == {got[0][1]}
+    assert json.loads(got[0][1])["data"]["source"]["name"] == "Synthetic"
+
+
 async def test_the_answer_sent_again_is_logged_and_counted_as_the_ordinary_hit(
     synthetic_db, settings
 ) -> None:
@@ -182,21 +203,21 @@ async def test_the_answer_sent_again_is_logged_and_counted_as_the_ordinary_hit(
     async with serving(settings, log_level="info") as served:
         log = served.app.state.request_log
         log.stream = io.StringIO()
-        got = await answers(served.port, [sent] * 3)
+        got = await answers(served.port, [sent] * 4)
         assert served.replayed == 1
         metrics = (await answers(served.port, [b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n"]))[0][1]
         log.flush()
     heads = [head for head, _ in got]
     ids = [re.search(rb"x-request-id: (\S+)", head).group(1) for head in heads]  # type: ignore[union-attr]
-    assert len(set(ids)) == 3
+    assert len(set(ids)) == 4
     lines = [json.loads(line) for line in log.stream.getvalue().splitlines()]
     graphql = [line for line in lines if line["path"] == "/graphql"]
     assert [line["request_id"] for line in graphql] == [i.decode() for i in ids]
     for line in graphql:
         del line["request_id"], line["timestamp"], line["duration_ms"]
-    assert graphql[2] == graphql[1] and graphql[1]["cache"] == "hit"
+    assert graphql[3] == graphql[2] == graphql[1] and graphql[1]["cache"] == "hit"
     assert graphql[1]["operation"] == "ModelPage"
-    assert b'leadgreen_response_cache_total{result="hit"} 2.0' in metrics
+    assert b'leadgreen_response_cache_total{result="hit"} 3.0' in metrics
 
 
 async def test_pipelined_requests_are_answered_in_order(synthetic_db, settings) -> None:
@@ -206,7 +227,7 @@ async def test_pipelined_requests_are_answered_in_order(synthetic_db, settings) 
         MODEL_PAGE, {"slug": "absent"}, [("Host", "t"), ("Content-Type", "application/json")]
     )
     async with serving(settings) as served:
-        await answers(served.port, [one, one, other, other])
+        await answers(served.port, [one, other] * 3)
         before = served.replayed
         order = [one, other] * 40
         reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
@@ -223,7 +244,7 @@ async def test_pipelined_requests_are_answered_in_order(synthetic_db, settings) 
 async def test_a_body_in_pieces_is_sent_again_once_whole(synthetic_db, settings) -> None:
     sent = post(SMALL, {}, [("Host", "t"), ("Content-Type", "application/json")])
     async with serving(settings) as served:
-        first = await answers(served.port, [sent, sent])
+        first = await answers(served.port, [sent] * 3)
         reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
         for at in range(0, len(sent), 7):
             writer.write(sent[at : at + 7])
@@ -232,7 +253,7 @@ async def test_a_body_in_pieces_is_sent_again_once_whole(synthetic_db, settings)
         head, body = await read_answer(reader)
         writer.close()
         assert served.replayed == 1
-    assert (without_ids(head), body) == (without_ids(first[1][0]), first[1][1])
+    assert (without_ids(head), body) == (without_ids(first[2][0]), first[2][1])
 
 
 @pytest.mark.parametrize(
@@ -249,7 +270,7 @@ async def test_requests_the_protocol_leaves_to_the_app_are_answered_the_ordinary
     padding = {"pad": "x" * (MAX_BODY_BYTES if variant == "large" else 0)}
     plain = get(SMALL, [("Host", "t")]) if variant == "head" else post(SMALL, padding, fields)
     async with serving(settings) as served:
-        cached = await answers(served.port, [plain, plain])
+        cached = await answers(served.port, [plain] * 3)
         body = plain.split(b"\r\n\r\n", 1)[1]
         reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
         if variant == "expect":
@@ -322,7 +343,8 @@ def kept(watcher: Watcher, cache: MemoryCache) -> Replays:
     )  # type: ignore[arg-type]
     note = Note(b"first", ())
     note.operation = "Q"
-    replays.keep(SCOPE, b"{}", b"key", b"t1", list(SENT), note)
+    for _ in range(2):  # kept on the second answer from the cache
+        replays.keep(SCOPE, b"{}", b"key", b"t1", list(SENT), note)
     return replays
 
 
@@ -330,20 +352,20 @@ def test_an_answer_is_sent_again_only_for_its_release_while_the_cache_holds_it()
     watcher, cache = Watcher(), MemoryCache(10, 1 << 20)
     cache.store(b"key", Answer(b"{}"))
     replays = kept(watcher, cache)
-    assert replays.answer(SCOPE, b"{}", b"<") is None  # no fresh reading of the release
+    assert replays.answer(dict(SCOPE), b"{}") is None  # no fresh reading of the release
     watcher.fresh = current(b"t2")
-    assert replays.answer(SCOPE, b"{}", b"<") is None  # another release
+    assert replays.answer(dict(SCOPE), b"{}") is None  # another release
     watcher.fresh = current(b"t1")
-    assert replays.answer(SCOPE, b"{}", b"<") == (
-        b"<x-cache: HIT\r\ncontent-length: 2\r\nx-request-id: abc\r\n"
+    assert replays.answer(dict(SCOPE), b"{}") == (
+        b"x-cache: HIT\r\ncontent-length: 2\r\nx-request-id: abc\r\n"
         b"access-control-allow-origin: *\r\n\r\n",
         b"{}",
     )
-    assert replays.answer(SCOPE, b"{ }", b"<") is None  # another body
+    assert replays.answer(dict(SCOPE), b"{ }") is None  # another body
     other = {**SCOPE, "headers": [(b"host", b"u")]}
-    assert replays.answer(other, b"{}", b"<") is None  # another header field
+    assert replays.answer(other, b"{}") is None  # another header field
     cache.forget_local()
-    assert replays.answer(SCOPE, b"{}", b"<") is None  # the answer left the cache
+    assert replays.answer(dict(SCOPE), b"{}") is None  # the answer left the cache
 
 
 def test_what_is_kept_is_bounded_by_bytes() -> None:
@@ -355,10 +377,33 @@ def test_what_is_kept_is_bounded_by_bytes() -> None:
     replays = Replays(cache, watcher, RequestLog(stream=io.StringIO()), lambda given: b"i", 4_000)  # type: ignore[arg-type]
     for n in range(100):
         scope = {**SCOPE, "query_string": b"%d" % n}
-        replays.keep(scope, b"x" * 500, b"k", b"t", list(SENT), Note(b"first", ()))
+        for _ in range(2):
+            replays.keep(scope, b"x" * 500, b"k", b"t", list(SENT), Note(b"first", ()))
     assert len(replays) == 4  # 4 * (500 + 400 + the fields' 5 + the path's 8 + 2) <= 4,000
-    assert replays.answer({**SCOPE, "query_string": b"99"}, b"x" * 500, b"") is not None
-    assert replays.answer({**SCOPE, "query_string": b"95"}, b"x" * 500, b"") is None
+    assert replays.answer({**SCOPE, "query_string": b"99"}, b"x" * 500) is not None
+    assert replays.answer({**SCOPE, "query_string": b"95"}, b"x" * 500) is None
     large = b"x" * (MAX_BODY_BYTES + 1)
-    replays.keep(SCOPE, large, b"k", b"t", list(SENT), Note(b"first", ()))
-    assert replays.answer(SCOPE, large, b"") is None
+    for _ in range(2):
+        replays.keep(SCOPE, large, b"k", b"t", list(SENT), Note(b"first", ()))
+    assert replays.answer(dict(SCOPE), large) is None
+
+
+def test_a_request_is_kept_on_its_second_answer_among_the_last_seen() -> None:
+    """The first answer leaves only the request's hash, among the last max_bytes / 8 / 100
+    seen (here 4): a request seen again within them is kept, one pushed out by others is
+    seen anew; requests never the same twice keep nothing."""
+    watcher, cache = Watcher(), MemoryCache(10, 1 << 20)
+    watcher.fresh = current(b"t")
+    cache.store(b"k", Answer(b"{}"))
+    replays = Replays(cache, watcher, RequestLog(stream=io.StringIO()), lambda given: b"i", 3_200)  # type: ignore[arg-type]
+
+    def keep(n: int) -> int:
+        scope = {**SCOPE, "query_string": b"%d" % n}
+        replays.keep(scope, b"{}", b"k", b"t", list(SENT), Note(b"first", ()))
+        return len(replays)
+
+    assert [keep(n) for n in range(1000)] == [0] * 1000  # each once: none kept
+    assert [keep(n) for n in (2000, 1, 2, 3, 2000)] == [0, 0, 0, 0, 1]  # 2000 seen 4 ago: kept
+    assert [keep(n) for n in (3000, 4, 5, 6, 7, 3000)] == [1] * 6  # 3000 seen 5 ago: pushed out
+    assert replays.answer({**SCOPE, "query_string": b"2000"}, b"{}") is not None
+    assert replays.answer({**SCOPE, "query_string": b"3000"}, b"{}") is None

@@ -36,9 +36,12 @@ def warm_bench(*args: str) -> str:
 def test_quick_warm_ready_workers_bench_prints_every_ratio() -> None:
     printed = warm_bench("--quick")
     rows = {line.split("|")[1].strip(): line for line in printed.splitlines() if "|" in line}
-    # Each part's row of this code, with a ratio: warm against the precomputed bytes, start to
-    # ready on the real data and at K = 3, two workers against one.
-    assert re.search(r"\| this code \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", printed), printed
+    # Each part's row of this code, with a ratio: warm (the same request, and each with a
+    # traceparent of its own) against the precomputed bytes, start to ready on the real data
+    # and at K = 3, two workers against one.
+    warm = re.findall(r"\| this code \| [\d,]+ \| \*\*\d+\.\d\d\*\* \|", printed)
+    assert len(warm) == 2, printed
+    assert "| warm model page, a traceparent each | req/s |" in printed
     assert rows["precomputed"].split("|")[3].strip() == "**1.00**"
     assert "| start to ready | real data s | CPU s | first answer ms | K = 3 s |" in printed
     # Two workers over one, wrk reading the answers and not: the quick mode's one round is its

@@ -735,13 +735,12 @@ class BoundedHttp(HttpToolsReader):
         if self.replays is None or not cycle.keep_alive or self.flow.write_paused:
             return False
         scope = cast(Scope, cycle.scope)
-        found = self.replays.answer(scope, bytes(cycle.body), b"".join(self._opening(200)))
+        found = self.replays.answer(scope, bytes(cycle.body))
         if found is None:
             return False
         self.answering = cycle
         cycle.response_started = cycle.response_complete = True
-        self.transport.write(found[0])
-        self.transport.write(found[1])
+        self.transport.writelines((b"".join(self._opening(200)), *found))
         self.on_response_complete()
         return True
 

@@ -15,6 +15,10 @@ request is sent that (`answer`) while
 - the response cache still holds the answer (the body is read from it, so the answers' bytes
   are counted once, in the cache's budget, and a replay keeps an answer recently used there).
 
+A request is kept on its second answer from the cache: the first leaves only its key's hash
+among the last ones seen (a bounded set), so that requests which never come again the same (a
+header of their own on each, such as a `traceparent`) cost a hash each, and evict nothing kept.
+
 Each replayed request still gets its request id, its log line and its metrics (the request
 log's, with `X-Cache: HIT`), as the edge gives them. Only 200 answers from the cache are kept;
 never with rate limiting (each answer is charged to its client), tracing (a span per request)
@@ -25,6 +29,7 @@ or a request asked with HEAD. Kept requests are bounded by bytes, as every memo 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,7 +49,12 @@ Key = tuple[str, bytes, bytes, tuple[Header, ...], bytes]
 MAX_BODY_BYTES = 16 * 1024
 # What a kept request costs besides its bytes: the tuples, the entry.
 _ENTRY_BYTES = 400
+# What a hash of a request seen once costs (the int, its places in the set and the queue); the
+# hashes take an eighth of the kept requests' bytes.
+_SEEN_BYTES = 100
 REQUEST_ID = b"x-request-id"
+# The scope's entry holding a request's key once the protocol has made it (keep reads it).
+SCOPE_KEY = "leadgreen.replay_key"
 
 
 def request_key(scope: Scope, body: bytes) -> tuple[Key, bytes | None]:
@@ -92,6 +102,9 @@ class Replays:
     ) -> None:
         self.cache, self.release, self.log, self.ids = cache, release, log, ids
         self._sent: Bounded[Key, Sent] = Bounded(max_bytes, lambda sent: sent.size)
+        # Hashes of the keys of requests answered from the cache once, oldest first.
+        self._seen: set[int] = set()
+        self._order: deque[int] = deque(maxlen=max(1, max_bytes // 8 // _SEEN_BYTES))
         self.answered = 0  # requests replayed (tests and benchmarks look)
 
     def __len__(self) -> int:
@@ -100,6 +113,21 @@ class Replays:
     def forget(self) -> None:
         """Drop what is kept (its answers belong to a release no longer served)."""
         self._sent.clear()
+        self._seen.clear()
+        self._order.clear()
+
+    def _second(self, key: Key) -> bool:
+        """Whether the request of `key` was seen before (else it is, from now on)."""
+        hashed = hash(key)
+        seen = self._seen
+        if hashed in seen:
+            return True
+        order = self._order
+        if len(order) == order.maxlen:
+            seen.discard(order[0])  # (the deque drops it as the new one comes)
+        order.append(hashed)
+        seen.add(hashed)
+        return False
 
     def keep(
         self,
@@ -114,7 +142,9 @@ class Replays:
         of `scope` and `body`, from the response cache's `answer` of release `token`."""
         if len(body) > MAX_BODY_BYTES:
             return
-        key, _given = request_key(scope, body)
+        key = scope.get(SCOPE_KEY) or request_key(scope, body)[0]
+        if not self._second(key):
+            return
         at = headers.index((REQUEST_ID, note.id))
         coding = next((value for name, value in headers if name == b"content-encoding"), None)
         size = _ENTRY_BYTES + len(body) + sum(len(n) + len(v) for n, v in key[3])
@@ -131,14 +161,15 @@ class Replays:
             size,
         )
 
-    def answer(self, scope: Scope, body: bytes, opening: bytes) -> tuple[bytes, bytes] | None:
-        """The response's head (after `opening`: the status line and the server's own
-        headers) and body for a request that was answered from the cache before, as then, with
-        its own request id, logged; None when it goes the ordinary way."""
+    def answer(self, scope: Scope, body: bytes) -> tuple[bytes, bytes] | None:
+        """The response's head (but its status line and the server's own headers) and body
+        for a request that was answered from the cache before, as then, with its own request
+        id, logged; None when it goes the ordinary way (its key then left in `scope`)."""
         started = time.perf_counter()
         key, given = request_key(scope, body)
         sent = self._sent.get(key)
         if sent is None:
+            scope[SCOPE_KEY] = key
             return None
         current = self.release.fresh
         if current is None or current.token != sent.token:
@@ -147,9 +178,7 @@ class Replays:
         if answer is None:
             return None
         request_id = self.ids(given)
-        head = b"".join(
-            (opening, sent.before, b"x-request-id: ", request_id, b"\r\n", sent.after, b"\r\n")
-        )
+        head = b"".join((sent.before, b"x-request-id: ", request_id, b"\r\n", sent.after, b"\r\n"))
         note = Note(request_id, ((REQUEST_ID, request_id), *sent.headers))
         note.status, note.operation = 200, sent.operation
         note.answered(b"HIT", sent.cost)
