@@ -50,7 +50,7 @@ MAX_BODY_BYTES = 16 * 1024
 # What a kept request costs besides its bytes: the tuples, the entry.
 _ENTRY_BYTES = 400
 # What a hash of a request seen once costs (the int, its places in the set and the queue); the
-# hashes take an eighth of the kept requests' bytes.
+# hashes take an eighth of the bytes given, the kept requests the rest.
 _SEEN_BYTES = 100
 REQUEST_ID = b"x-request-id"
 # The scope's entry holding a request's key once the protocol has made it (keep reads it).
@@ -101,10 +101,11 @@ class Replays:
         max_bytes: int,
     ) -> None:
         self.cache, self.release, self.log, self.ids = cache, release, log, ids
-        self._sent: Bounded[Key, Sent] = Bounded(max_bytes, lambda sent: sent.size)
+        seen_bytes = max_bytes // 8
+        self._sent: Bounded[Key, Sent] = Bounded(max_bytes - seen_bytes, lambda sent: sent.size)
         # Hashes of the keys of requests answered from the cache once, oldest first.
         self._seen: set[int] = set()
-        self._order: deque[int] = deque(maxlen=max(1, max_bytes // 8 // _SEEN_BYTES))
+        self._order: deque[int] = deque(maxlen=max(1, seen_bytes // _SEEN_BYTES))
         self.answered = 0  # requests replayed (tests and benchmarks look)
 
     def __len__(self) -> int:
