@@ -84,8 +84,11 @@ def without_ids(head: bytes) -> bytes:
     )
 
 
-def post(document: str, variables: dict[str, Any], fields: list[tuple[str, str]]) -> bytes:
-    body = json.dumps({"query": document, "variables": variables}).encode()
+def post(
+    document: str, variables: dict[str, Any], fields: list[tuple[str, str]], pad: int = 0
+) -> bytes:
+    """A POST of `document`, its JSON body followed by `pad` spaces."""
+    body = json.dumps({"query": document, "variables": variables}).encode() + b" " * pad
     head = "".join(f"{name}: {value}\r\n" for name, value in fields)
     return b"POST /graphql HTTP/1.1\r\n%sContent-Length: %d\r\n\r\n%s" % (
         head.encode(),
@@ -173,15 +176,16 @@ async def test_a_request_asked_again_gets_the_answer_the_ordinary_way_gives(
     assert any(b"content-encoding: br" in head for head, _ in got)
 
 
-async def test_requests_with_a_header_of_their_own_each_keep_nothing(
-    synthetic_db, settings
-) -> None:
-    """The same query, each request with a traceparent of its own (as a traced client sends):
-    every answer from the cache is the same, none is kept nor sent again; the same request
-    asked again after them is."""
+@pytest.mark.parametrize("own", ["header", "body"])
+async def test_requests_never_the_same_twice_keep_nothing(synthetic_db, settings, own) -> None:
+    """The same query, each request with a traceparent of its own (as a traced client sends)
+    or a body spaced its own way: every answer from the cache is the same, none is kept nor
+    sent again; the same request asked again after them is."""
     fields = [("Host", "t"), ("Content-Type", "application/json")]
     traced = [
         post(SMALL, {}, [*fields, ("traceparent", f"00-{n:032x}-{n:016x}-01")])
+        if own == "header"
+        else post(SMALL, {}, fields, pad=n)
         for n in range(1, 301)
     ]
     async with serving(settings) as served:
